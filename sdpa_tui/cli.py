@@ -1,0 +1,103 @@
+"""Command line: ``sdpa-tui`` (the live monitor) and ``sdpa-tui report`` (headless)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+
+from .core.backends import ALL_BACKENDS, Backend, parse_backend_list
+from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
+
+EXIT_USAGE = 2
+_DEVICE = re.compile(r"^(cpu|cuda|cuda:\d+)$")
+
+
+def _add_workload_options(parser: argparse.ArgumentParser) -> None:
+    d = Workload()
+    g = parser.add_argument_group("workload")
+    g.add_argument("--batch", type=int, default=d.batch, help=f"batch size (default {d.batch})")
+    g.add_argument("--heads", type=int, default=d.heads, help=f"query heads (default {d.heads})")
+    g.add_argument("--kv-heads", type=int, default=None, help="key/value heads, dividing --heads (GQA; default: --heads)")
+    g.add_argument("--seq", type=int, default=d.seq, help=f"query length (default {d.seq})")
+    g.add_argument("--kv-seq", type=int, default=None, help="key/value length (default: --seq)")
+    g.add_argument("--head-dim", type=int, default=d.head_dim, help=f"head dimension (default {d.head_dim})")
+    g.add_argument("--dtype", choices=list(DTYPES), default=d.dtype, help=f"default {d.dtype}")
+    g.add_argument("--causal", action="store_true", help="causal attention (is_causal=True)")
+    g.add_argument("--mask", choices=list(MASKS), default=None, help="attention mask (default none; --causal means causal)")
+    g.add_argument("--direction", choices=list(DIRECTIONS), default=d.direction, help="forward, or forward+backward")
+    g.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default: the first GPU, else the CPU)")
+    g.add_argument(
+        "--backends", default=",".join(b.short for b in ALL_BACKENDS),
+        help="comma list of enabled backends: cudnn,flash,efficient,math (default: all)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sdpa-tui",
+        description="Live monitor of which scaled_dot_product_attention kernel runs, and how fast.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _add_workload_options(parser)
+    parser.add_argument("--export-dir", default="sdpa-tui-exports", help="where snapshots go (default ./sdpa-tui-exports)")
+    sub = parser.add_subparsers(dest="command", metavar="{report}")
+    report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
+    _add_workload_options(report)
+    report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
+    report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    if args.mask and args.causal and args.mask != "causal":
+        raise WorkloadError(f"--causal conflicts with --mask {args.mask}")
+    return Workload(
+        batch=args.batch,
+        heads=args.heads,
+        kv_heads=args.kv_heads if args.kv_heads is not None else args.heads,
+        seq=args.seq,
+        kv_seq=args.kv_seq if args.kv_seq is not None else args.seq,
+        head_dim=args.head_dim,
+        dtype=args.dtype,
+        mask=args.mask or ("causal" if args.causal else "none"),
+        direction=args.direction,
+    )
+
+
+def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Workload, tuple[Backend, ...]]:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        workload = workload_from(args)
+        backends = parse_backend_list(args.backends)
+        if not _DEVICE.match(args.device):
+            raise ValueError(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
+        if getattr(args, "duration", 1.0) <= 0:
+            raise ValueError("--duration must be positive")
+    except ValueError as exc:
+        parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
+    return args, workload, backends
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, workload, backends = parse(argv)
+    if args.command == "report":
+        from .report import run_report
+
+        return run_report(args, workload, backends)
+    from .ui.launch import run_app
+
+    return run_app(args, workload, backends)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

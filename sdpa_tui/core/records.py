@@ -1,0 +1,258 @@
+"""The records that cross the process boundary between the UI and the measuring engine.
+
+Only small frozen records of plain data cross, as JSON: never tensors, never pickles.
+Each message carries the protocol version; a peer speaking another version is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+from .backends import Backend
+from .workload import Workload
+
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(ValueError):
+    """A message that is not a record of this protocol version."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One GPU activity (kernel, memset, memcpy) of one call; on the CPU, one leaf op."""
+
+    name: str
+    duration_us: float
+    category: str = "kernel"  # kernel | gpu_memset | gpu_memcpy | cpu_op
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    shared_memory: int | None = None  # bytes per block (static + dynamic)
+    registers: int | None = None  # per thread
+    occupancy: float | None = None  # Kineto's "est. achieved occupancy %"
+    blocks_per_sm: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "KernelInfo":
+        d = dict(d)
+        for key in ("grid", "block"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Environment:
+    device: str  # "cuda:0" or "cpu"
+    device_name: str
+    torch_version: str
+    cuda_version: str | None = None
+    cudnn_version: str | None = None
+    sm: str | None = None  # "9.0"
+    sm_count: int | None = None
+    memory_total_bytes: int | None = None
+    l2_bytes: int | None = None
+    cpu_threads: int | None = None
+    priority_order: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device == "cpu"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Environment":
+        d = dict(d)
+        d["priority_order"] = tuple(d.get("priority_order", ()))
+        d["notes"] = tuple(d.get("notes", ()))
+        return cls(**d)
+
+
+# ------------------------------------------------------------------ UI -> engine commands
+@dataclass(frozen=True)
+class Configure:
+    """Measure this workload on these backends. Every reply carries ``config_id``."""
+
+    TYPE: ClassVar[str] = "configure"
+    config_id: int
+    workload: Workload
+    enabled: tuple[Backend, ...]
+    profile_every_s: float = 5.0  # a kernel burst per backend this often
+    sample_interval_s: float = 0.0  # at least this long between two samples of one backend
+
+
+@dataclass(frozen=True)
+class SetPaused:
+    TYPE: ClassVar[str] = "set_paused"
+    paused: bool
+
+
+@dataclass(frozen=True)
+class CaptureTraces:
+    """Write one Chrome trace per enabled backend into ``directory``."""
+
+    TYPE: ClassVar[str] = "capture_traces"
+    request_id: int
+    directory: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    TYPE: ClassVar[str] = "shutdown"
+
+
+# ------------------------------------------------------------------ engine -> UI events
+@dataclass(frozen=True)
+class Ready:
+    TYPE: ClassVar[str] = "ready"
+    environment: Environment
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """Whether a backend runs this workload: ``ok``, ``not eligible`` (with torch's reasons), or ``error``."""
+
+    TYPE: ClassVar[str] = "backend_status"
+    config_id: int
+    backend: Backend
+    status: str  # ok | not_eligible | error | oom | disabled
+    reason: str = ""
+    details: tuple[str, ...] = ()  # torch's full reason lines
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timing sample: GPU time per call and eager time per call, in microseconds."""
+
+    TYPE: ClassVar[str] = "sample"
+    config_id: int
+    backend: Backend
+    gpu_us: float | None  # None on the CPU
+    eager_us: float
+    gpu_method: str = "graph"  # graph | events | none
+    calls: int = 1
+    time: float = 0.0  # wall clock (time.time()) when taken
+
+
+@dataclass(frozen=True)
+class KernelCapture:
+    """A short profiler burst: every activity of one call, and the kernel clock of each call."""
+
+    TYPE: ClassVar[str] = "kernel_capture"
+    config_id: int
+    backend: Backend
+    kernels: tuple[KernelInfo, ...]
+    kernel_us: tuple[float, ...]  # per call of the burst: sum of its activities' durations
+    peak_bytes: int | None = None  # extra device memory of one call
+    time: float = 0.0
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What SDPA picks with the enabled backends as flags."""
+
+    TYPE: ClassVar[str] = "dispatch"
+    config_id: int
+    choice: Backend | None  # None: no available kernel
+    priority_order: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TracesCaptured:
+    TYPE: ClassVar[str] = "traces_captured"
+    request_id: int
+    paths: tuple[str, ...]
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Log:
+    """A line the engine's torch wrote to stderr, captured and forwarded as data."""
+
+    TYPE: ClassVar[str] = "log"
+    line: str
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """Something went wrong in the engine. ``fatal``: the engine is exiting."""
+
+    TYPE: ClassVar[str] = "engine_error"
+    message: str
+    fatal: bool = False
+
+
+RECORD_TYPES = {
+    cls.TYPE: cls
+    for cls in (
+        Configure,
+        SetPaused,
+        CaptureTraces,
+        Shutdown,
+        Ready,
+        BackendStatus,
+        Sample,
+        KernelCapture,
+        Dispatch,
+        TracesCaptured,
+        Log,
+        EngineError,
+    )
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Backend):
+        return value.value
+    if isinstance(value, Workload):
+        return value.to_dict()
+    if isinstance(value, (KernelInfo, Environment)):
+        return {k: _plain(v) for k, v in asdict(value).items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def encode(record: Any) -> bytes:
+    """Serialise a record to JSON bytes."""
+    body = {f.name: _plain(getattr(record, f.name)) for f in fields(record)}
+    return json.dumps({"type": record.TYPE, "v": PROTOCOL_VERSION, "body": body}).encode()
+
+
+def decode(data: bytes) -> Any:
+    """Parse JSON bytes back into a record, checking type and version."""
+    try:
+        msg = json.loads(data)
+        kind, version, body = msg["type"], msg["v"], msg["body"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ProtocolError(f"not a record: {exc}") from exc
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(f"protocol version {version}, expected {PROTOCOL_VERSION}")
+    cls = RECORD_TYPES.get(kind)
+    if cls is None:
+        raise ProtocolError(f"unknown record type {kind!r}")
+    try:
+        return cls(**{f.name: _typed(f.name, body[f.name]) for f in fields(cls) if f.name in body})
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"bad {kind} record: {exc}") from exc
+
+
+def _typed(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name in ("backend", "choice"):
+        return Backend(value)
+    if name == "enabled":
+        return tuple(Backend(v) for v in value)
+    if name == "workload":
+        return Workload.from_dict(value)
+    if name == "environment":
+        return Environment.from_dict(value)
+    if name == "kernels":
+        return tuple(KernelInfo.from_dict(k) for k in value)
+    if isinstance(value, list):
+        return tuple(value)
+    return value

@@ -1,0 +1,240 @@
+"""What is known so far: the state built from the engine's records, shared by the UI and the report.
+
+A :class:`Session` applies records one by one and answers questions about them (medians,
+the main kernel, speedups). It holds no Textual and no torch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from . import kernel_names
+from .backends import ALL_BACKENDS, Backend
+from .records import (
+    BackendStatus,
+    Dispatch,
+    EngineError,
+    Environment,
+    KernelCapture,
+    KernelInfo,
+    Log,
+    Ready,
+    Sample,
+)
+from .stats import Summary, Window
+from .workload import Workload
+
+HISTORY_LIMIT = 20_000
+"""Samples kept per backend for exports (hours of history at a few samples a second)."""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One sample as it goes to ``history.csv``."""
+
+    time: float
+    config_id: int
+    backend: Backend
+    workload: str
+    gpu_us: float | None
+    eager_us: float
+    kernel_us: float | None
+    flags: str  # "", "throttled", "shared", "throttled+shared"
+
+
+@dataclass
+class BackendState:
+    backend: Backend
+    enabled: bool = True
+    status: str = "waiting"  # waiting | ok | not_eligible | error | oom | disabled
+    reason: str = ""
+    details: tuple[str, ...] = ()
+    kernel: Window = field(default_factory=Window)
+    gpu: Window = field(default_factory=Window)
+    eager: Window = field(default_factory=Window)
+    kernels: tuple[KernelInfo, ...] = ()
+    peak_bytes: int | None = None
+    last_sample_time: float = 0.0
+    gpu_method: str = ""
+    history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
+
+    def reset_measurements(self) -> None:
+        for window in (self.kernel, self.gpu, self.eager):
+            window.clear()
+        self.kernels = ()
+        self.peak_bytes = None
+        self.status, self.reason, self.details = "waiting", "", ()
+
+    @property
+    def main_kernel(self) -> KernelInfo | None:
+        return kernel_names.main_kernel(self.kernels)
+
+    @property
+    def kernel_count(self) -> int:
+        return len(self.kernels)
+
+    def sparkline_values(self, count: int = 60) -> list[float]:
+        """The latest GPU/call values (eager on the CPU), oldest first."""
+        rows = list(self.history)[-count:]
+        return [r.gpu_us if r.gpu_us is not None else r.eager_us for r in rows]
+
+
+@dataclass(frozen=True)
+class BackendRow:
+    """One line of the comparison table, as the report and the exports print it."""
+
+    backend: Backend
+    enabled: bool
+    status: str
+    reason: str
+    details: tuple[str, ...]
+    main_kernel: str | None
+    main_kernel_full: str | None
+    kernels_per_call: int | None
+    kernel_us: Summary | None
+    gpu_us: Summary | None
+    eager_us: Summary | None
+    speedup_vs_math: float | None
+    tflops: float | None
+    peak_mib: float | None
+    kernels: tuple[KernelInfo, ...]
+
+
+class Session:
+    """Everything measured for the current workload, plus the history of earlier ones."""
+
+    def __init__(self, workload: Workload, enabled: tuple[Backend, ...] = ALL_BACKENDS) -> None:
+        self.environment: Environment | None = None
+        self.workload = workload
+        self.config_id = 0
+        self.backends: dict[Backend, BackendState] = {b: BackendState(b) for b in ALL_BACKENDS}
+        self.dispatch: Dispatch | None = None
+        self.logs: deque[str] = deque(maxlen=500)
+        self.errors: deque[str] = deque(maxlen=100)
+        self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
+        self.set_enabled(enabled)
+
+    # -- changes requested by the user -----------------------------------------------------
+    @property
+    def enabled(self) -> tuple[Backend, ...]:
+        return tuple(b for b in ALL_BACKENDS if self.backends[b].enabled)
+
+    def set_enabled(self, enabled: tuple[Backend, ...]) -> None:
+        for backend, state in self.backends.items():
+            state.enabled = backend in enabled
+            if not state.enabled:
+                state.status, state.reason = "disabled", "flag off"
+            elif state.status == "disabled":
+                state.status, state.reason = "waiting", ""
+
+    def set_workload(self, workload: Workload) -> None:
+        if workload != self.workload:
+            self.workload = workload
+            for state in self.backends.values():
+                state.reset_measurements()
+            self.set_enabled(self.enabled)
+            self.dispatch = None
+
+    def next_config_id(self) -> int:
+        """A new configuration was sent to the engine: records of older ones are stale."""
+        self.config_id += 1
+        return self.config_id
+
+    # -- records from the engine -----------------------------------------------------------
+    def apply(self, record: object) -> bool:
+        """Apply one engine record; return whether anything shown changed."""
+        if isinstance(record, Ready):
+            self.environment = record.environment
+            return True
+        if isinstance(record, Log):
+            self.logs.append(record.line)
+            return False
+        if isinstance(record, EngineError):
+            self.errors.append(record.message)
+            return True
+        config_id = getattr(record, "config_id", None)
+        if config_id != self.config_id:
+            return False  # measured for a workload or flag set that is gone
+        if isinstance(record, Dispatch):
+            self.dispatch = record
+            return True
+        state = self.backends[record.backend]
+        if not state.enabled:
+            return False
+        if isinstance(record, BackendStatus):
+            state.status, state.reason, state.details = record.status, record.reason, record.details
+            return True
+        if isinstance(record, KernelCapture):
+            state.kernels = record.kernels
+            state.kernel.extend(record.kernel_us)
+            if record.peak_bytes is not None:
+                state.peak_bytes = record.peak_bytes
+            return True
+        if isinstance(record, Sample):
+            state.status = "ok"
+            state.gpu.add(record.gpu_us)
+            state.eager.add(record.eager_us)
+            state.last_sample_time = record.time or time.time()
+            state.gpu_method = record.gpu_method
+            kernel = state.kernel.summary()
+            state.history.append(
+                HistoryRow(
+                    time=state.last_sample_time,
+                    config_id=record.config_id,
+                    backend=record.backend,
+                    workload=self.workload.describe(),
+                    gpu_us=record.gpu_us,
+                    eager_us=record.eager_us,
+                    kernel_us=kernel.median if kernel else None,
+                    flags=self.gpu_flags,
+                )
+            )
+            return True
+        return False
+
+    # -- answers ---------------------------------------------------------------------------
+    def rows(self) -> list[BackendRow]:
+        """The comparison table, one row per backend in display order."""
+        math = self.backends[Backend.MATH]
+        math_time = _reference_time(math)
+        rows = []
+        for backend in ALL_BACKENDS:
+            s = self.backends[backend]
+            main = s.main_kernel
+            ref = _reference_time(s)
+            speedup = math_time / ref if (math_time and ref) else None
+            tflops = self.workload.flops / (ref * 1e-6) / 1e12 if ref else None
+            rows.append(
+                BackendRow(
+                    backend=backend,
+                    enabled=s.enabled,
+                    status=s.status,
+                    reason=s.reason,
+                    details=s.details,
+                    main_kernel=kernel_names.short_name(main.name) if main else None,
+                    main_kernel_full=main.name if main else None,
+                    kernels_per_call=len(s.kernels) if s.kernels else None,
+                    kernel_us=s.kernel.summary(),
+                    gpu_us=s.gpu.summary(),
+                    eager_us=s.eager.summary(),
+                    speedup_vs_math=speedup,
+                    tflops=tflops,
+                    peak_mib=s.peak_bytes / 2**20 if s.peak_bytes is not None else None,
+                    kernels=s.kernels,
+                )
+            )
+        return rows
+
+    def history(self) -> list[HistoryRow]:
+        rows = [r for s in self.backends.values() for r in s.history]
+        return sorted(rows, key=lambda r: r.time)
+
+
+def _reference_time(state: BackendState) -> float | None:
+    """The clock speedups and TFLOP/s are computed on: GPU/call, or eager on the CPU."""
+    if state.status != "ok":
+        return None
+    summary = state.gpu.summary() or state.eager.summary()
+    return summary.median if summary else None

@@ -1,0 +1,136 @@
+"""The workload: the shapes and options SDPA is measured on, validated before anything runs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+DTYPES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
+"""Allowed dtypes and their size in bytes."""
+
+MASKS = ("none", "causal", "padding")
+"""``none``: no mask; ``causal``: ``is_causal=True``; ``padding``: a boolean key-padding mask."""
+
+DIRECTIONS = ("fwd", "fwd+bwd")
+
+# Upper bounds that no real attention layer reaches; past them the input is a typo.
+LIMITS: dict[str, int] = {
+    "batch": 65_536,
+    "heads": 1_024,
+    "kv_heads": 1_024,
+    "seq": 1 << 20,
+    "kv_seq": 1 << 20,
+    "head_dim": 1_024,
+}
+MAX_INPUT_BYTES = 64 << 30
+"""Q, K, V and the output together may not exceed this: no GPU holds more."""
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be measured; the message says what is wrong and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    batch: int = 2
+    heads: int = 8
+    kv_heads: int = 8
+    seq: int = 512
+    kv_seq: int = 512
+    head_dim: int = 64
+    dtype: str = "fp16"
+    mask: str = "none"
+    direction: str = "fwd"
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def causal(self) -> bool:
+        return self.mask == "causal"
+
+    @property
+    def gqa(self) -> bool:
+        return self.kv_heads != self.heads
+
+    @property
+    def backward(self) -> bool:
+        return self.direction == "fwd+bwd"
+
+    @property
+    def forward_flops(self) -> float:
+        """4·B·H·Nq·Nkv·D, halved when causal (DESIGN.md)."""
+        flops = 4.0 * self.batch * self.heads * self.seq * self.kv_seq * self.head_dim
+        return flops / 2 if self.causal else flops
+
+    @property
+    def flops(self) -> float:
+        """FLOPs of one call in this direction: the backward counts 2.5x the forward."""
+        return self.forward_flops * (3.5 if self.backward else 1.0)
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of Q, K, V and the output."""
+        size = DTYPES[self.dtype]
+        q_and_out = 2 * self.batch * self.heads * self.seq * self.head_dim
+        kv = 2 * self.batch * self.kv_heads * self.kv_seq * self.head_dim
+        return (q_and_out + kv) * size
+
+    def describe(self) -> str:
+        """``[2, 8, 512, 64] fp16`` plus whatever differs from the plain case."""
+        text = f"[{self.batch}, {self.heads}, {self.seq}, {self.head_dim}] {self.dtype}"
+        extras = []
+        if self.gqa:
+            extras.append(f"kv heads {self.kv_heads}")
+        if self.kv_seq != self.seq:
+            extras.append(f"kv len {self.kv_seq}")
+        if self.mask != "none":
+            extras.append(self.mask)
+        if self.backward:
+            extras.append("fwd+bwd")
+        return text + (" " + ", ".join(extras) if extras else "")
+
+    # -- edits (each returns a new, validated workload) -----------------------------------
+    def with_changes(self, **changes: Any) -> "Workload":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Workload":
+        if not isinstance(data, dict):
+            raise WorkloadError("a workload must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise WorkloadError(f"unknown workload field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+
+def validate(w: Workload) -> None:
+    """Raise :class:`WorkloadError` naming the first problem found."""
+    for name, limit in LIMITS.items():
+        value = getattr(w, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise WorkloadError(f"{name} must be a whole number, got {value!r}")
+        if value < 1:
+            raise WorkloadError(f"{name} must be at least 1, got {value}")
+        if value > limit:
+            raise WorkloadError(f"{name} must be at most {limit:,}, got {value:,}")
+    if w.dtype not in DTYPES:
+        raise WorkloadError(f"dtype must be one of {', '.join(DTYPES)}, got {w.dtype!r}")
+    if w.mask not in MASKS:
+        raise WorkloadError(f"mask must be one of {', '.join(MASKS)}, got {w.mask!r}")
+    if w.direction not in DIRECTIONS:
+        raise WorkloadError(f"direction must be one of {', '.join(DIRECTIONS)}, got {w.direction!r}")
+    if w.heads % w.kv_heads:
+        raise WorkloadError(
+            f"kv heads ({w.kv_heads}) must divide query heads ({w.heads}) evenly"
+        )
+    if w.input_bytes > MAX_INPUT_BYTES:
+        raise WorkloadError(
+            f"Q, K, V and the output would need {w.input_bytes / 2**30:,.1f} GiB; "
+            f"the limit is {MAX_INPUT_BYTES >> 30} GiB"
+        )

@@ -1,0 +1,85 @@
+"""The UI side of the engine: start the child process, talk to it, stop it. Imports no torch."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any
+
+from ..core.records import Shutdown
+from .channel import Channel, ChannelClosed
+from .worker import main as worker_main
+
+
+class EngineClient:
+    """One engine process for one device.
+
+    ``send`` and ``receive`` never raise when the engine has died: ``alive`` turns False
+    and ``exit_code`` says how it ended, so the caller can restart it.
+    """
+
+    def __init__(self, device: str = "cuda") -> None:
+        self.device = device
+        self._process: mp.process.BaseProcess | None = None
+        self._channel: Channel | None = None
+
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        self._process = ctx.Process(
+            target=worker_main, args=(child_conn, self.device), name="sdpa-tui-engine", daemon=True
+        )
+        self._process.start()
+        child_conn.close()
+        self._channel = Channel(parent_conn)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._process.exitcode if self._process else None
+
+    def send(self, record: Any) -> bool:
+        if self._channel is None:
+            return False
+        try:
+            self._channel.send(record)
+            return True
+        except ChannelClosed:
+            return False
+
+    def receive(self, timeout: float = 0.0) -> list[Any]:
+        """Records waiting now; empty when there are none or the engine is gone."""
+        if self._channel is None:
+            return []
+        try:
+            return self._channel.receive_all(timeout)
+        except ChannelClosed:
+            return []
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the engine to exit, then make sure it has (terminate, then kill)."""
+        if self._process is None:
+            return
+        self.send(Shutdown())
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(2.0)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(2.0)
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = None
+
+    def kill(self) -> None:
+        """End the engine at once (used when it hangs or for fault tests)."""
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(2.0)

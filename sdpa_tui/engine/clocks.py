@@ -1,0 +1,99 @@
+"""Two of the three clocks: GPU per call (CUDA graph replay) and eager per call (host loop).
+
+The third, the kernel clock, comes from a profiler burst (``profiling.py``) and is never
+taken while these run: the profiler slows the host side down.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import torch
+
+GRAPH_TARGET_US = 500.0
+"""One graph replay should last at least this long, so event resolution does not matter."""
+MAX_CALLS_PER_GRAPH = 64
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def eager_us(step: Callable[[], object], device: torch.device, calls: int) -> float:
+    """What an eager model sees: back-to-back calls, host-timed, one synchronize at the end."""
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        step()
+    synchronize(device)
+    return (time.perf_counter() - start) * 1e6 / calls
+
+
+def calls_for(target_us: float, per_call_us: float, cap: int) -> int:
+    """How many calls make a loop of about ``target_us``."""
+    return max(1, min(cap, math.ceil(target_us / max(per_call_us, 1e-3))))
+
+
+class GraphClock:
+    """GPU time per call without host launch overhead: K calls captured in one CUDA graph.
+
+    Where capture is impossible (the backend or torch build refuses), falls back to CUDA
+    events around a back-to-back loop, and says so in ``method``.
+    """
+
+    def __init__(self, step: Callable[[], object], device: torch.device, per_call_us: float) -> None:
+        self.step = step
+        self.device = device
+        self.calls = calls_for(GRAPH_TARGET_US, per_call_us, MAX_CALLS_PER_GRAPH)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.method = "graph"
+        self.capture_error = ""
+        try:
+            self.graph = self._capture()
+        except Exception as exc:  # noqa: BLE001 - any capture failure means: use events
+            self.graph = None
+            self.method = "events"
+            self.capture_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            torch.cuda.synchronize(device)
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self.step()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(self.calls):
+                self.step()
+        graph.replay()
+        torch.cuda.synchronize(self.device)
+        return graph
+
+    def sample(self, replays: int = 1) -> float:
+        """Microseconds per call, from CUDA events around ``replays`` graph replays."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if self.graph is not None:
+            start.record()
+            for _ in range(replays):
+                self.graph.replay()
+            end.record()
+            calls = replays * self.calls
+        else:
+            start.record()
+            for _ in range(replays * self.calls):
+                self.step()
+            end.record()
+            calls = replays * self.calls
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0 / calls
+
+    def release(self) -> None:
+        if self.graph is not None:
+            self.graph.reset()
+            self.graph = None

@@ -1,0 +1,99 @@
+"""What SDPA would pick, and why a backend is not eligible, in torch's own words."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from ..core.backends import CHOICE_CODES, Backend
+from .calls import Inputs, forced
+
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$", re.S)
+_HEADER = re.compile(r"kernel not used because:?\s*$", re.I)
+_NO_KERNEL = ("No available kernel", "No viable backend")
+_OOM_SIZE = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    status: str  # ok | not_eligible | oom | error
+    reason: str = ""
+    details: tuple[str, ...] = ()
+
+
+def clean_message(text: str) -> str:
+    return _TRIGGERED.sub("", str(text)).strip()
+
+
+def summarize(details: list[str]) -> str:
+    """The first specific reason: skip torch's 'X kernel not used because:' headers."""
+    for line in details:
+        if line and not _HEADER.search(line):
+            return line
+    return details[0] if details else ""
+
+
+def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility:
+    """Run one call with only ``backend`` allowed; classify what happened."""
+    step = inputs.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with forced((backend,)):
+                result = step()
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            del result
+            return Eligibility("ok")
+        except torch.OutOfMemoryError as exc:
+            return oom(exc)
+        except RuntimeError as exc:
+            message = clean_message(str(exc))
+            details = [clean_message(str(w.message)) for w in caught]
+            details = list(dict.fromkeys(d for d in details if d))  # de-duplicated, in order
+            if any(marker in message for marker in _NO_KERNEL):
+                if not details and device.type == "cpu":
+                    details = [f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"]
+                return Eligibility("not_eligible", summarize(details) or message, tuple(details + [message]))
+            return Eligibility("error", message.splitlines()[0], tuple(details + [message]))
+
+
+def oom(exc: BaseException) -> Eligibility:
+    text = clean_message(str(exc))
+    size = _OOM_SIZE.search(text)
+    reason = f"out of memory: needed {size.group(1)} more" if size else "out of memory"
+    return Eligibility("oom", reason, (text,))
+
+
+def priority_order() -> tuple[str, ...]:
+    """The order SDPA tries backends in (private API: empty where torch lacks it)."""
+    getter = getattr(torch._C, "_get_sdp_priority_order", None)
+    if getter is None:
+        return ()
+    try:
+        return tuple(CHOICE_CODES[int(code)].value for code in getter() if int(code) in CHOICE_CODES)
+    except Exception:  # noqa: BLE001 - private API of varying shape
+        return ()
+
+
+def choose(inputs: Inputs, enabled: tuple[Backend, ...]) -> tuple[Backend | None, str]:
+    """The backend SDPA picks with only ``enabled`` flags on, or None and torch's reason."""
+    if not enabled:
+        return None, "every backend flag is off"
+    chooser = getattr(torch, "_fused_sdp_choice", None)
+    if chooser is None:
+        return None, "this torch has no torch._fused_sdp_choice to ask"
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        try:
+            with forced(enabled):
+                code = int(chooser(inputs.q, inputs.k, inputs.v, **inputs.sdpa_kwargs()))
+        except RuntimeError as exc:
+            return None, clean_message(str(exc)).splitlines()[0]
+    backend = CHOICE_CODES.get(code)
+    if backend is None:
+        return None, f"torch chose backend code {code}, which sdpa-tui does not know"
+    return backend, ""

@@ -1,0 +1,66 @@
+"""What the engine runs on: device, torch, CUDA and cuDNN versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+from ..core.records import Environment
+from .dispatch import priority_order
+
+
+def resolve_device(requested: str) -> tuple[torch.device, tuple[str, ...]]:
+    """``cuda`` means the first GPU; without one, fall back to the CPU and say why."""
+    if requested == "cpu":
+        return torch.device("cpu"), ("CPU mode: --device cpu",)
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+        if requested.startswith("cuda:"):
+            raise RuntimeError(f"{requested} requested, but {why}")
+        return torch.device("cpu"), (f"CPU mode: {why}",)
+    device = torch.device(requested if ":" in requested else "cuda:0")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise RuntimeError(f"{requested} requested, but only {torch.cuda.device_count()} GPU(s) are visible")
+    return device, ()
+
+
+def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    cudnn_text = f"{cudnn // 10000}.{cudnn % 10000 // 100}.{cudnn % 100}" if cudnn else None
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return Environment(
+            device=str(device),
+            device_name=props.name,
+            torch_version=torch.__version__,
+            cuda_version=torch.version.cuda,
+            cudnn_version=cudnn_text,
+            sm=f"{props.major}.{props.minor}",
+            sm_count=props.multi_processor_count,
+            memory_total_bytes=props.total_memory,
+            l2_bytes=getattr(props, "L2_cache_size", None),
+            priority_order=priority_order(),
+            notes=notes,
+        )
+    return Environment(
+        device="cpu",
+        device_name=_cpu_name(),
+        torch_version=torch.__version__,
+        cuda_version=torch.version.cuda,
+        cudnn_version=cudnn_text,
+        cpu_threads=torch.get_num_threads(),
+        notes=notes,
+    )
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or f"{os.cpu_count()} CPU threads"

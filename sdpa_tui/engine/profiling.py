@@ -1,0 +1,70 @@
+"""The kernel clock and kernel identity: a short torch.profiler (Kineto/CUPTI) burst."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from ..core import trace as trace_parser
+from ..core.records import KernelInfo
+
+CALL_ANNOTATION = "sdpa_tui.call"
+
+
+@dataclass(frozen=True)
+class Burst:
+    kernels: tuple[KernelInfo, ...]  # every activity of one representative call
+    kernel_us: tuple[float, ...]  # per call: the sum of its activities' durations
+    trace: dict  # the Chrome trace, as Perfetto opens it
+
+
+def burst(step: Callable[[], object], device: torch.device, calls: int = 5) -> Burst:
+    """Profile ``calls`` calls, each inside a ``sdpa_tui.call`` annotation, and parse the trace."""
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            with record_function(CALL_ANNOTATION):
+                step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    trace = _chrome_trace(prof)
+    per_call = [c for c in trace_parser.calls_of(trace, CALL_ANNOTATION) if c]
+    if not per_call:
+        return Burst((), (), trace)
+    sums = tuple(sum(k.duration_us for k in call) for call in per_call)
+    # The representative call: the one whose kernel sum is the median.
+    order = sorted(range(len(per_call)), key=lambda i: sums[i])
+    representative = per_call[order[len(order) // 2]]
+    return Burst(tuple(representative), sums, trace)
+
+
+def _chrome_trace(prof: profile) -> dict:
+    fd, path = tempfile.mkstemp(prefix="sdpa-tui-", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    finally:
+        os.unlink(path)
+
+
+def peak_extra_bytes(step: Callable[[], object], device: torch.device) -> int | None:
+    """Device memory one call needs beyond what was allocated before it (None on the CPU)."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    result = step()
+    torch.cuda.synchronize(device)
+    del result
+    return torch.cuda.max_memory_allocated(device) - before

@@ -1,0 +1,257 @@
+"""The measuring loop inside the engine process: round-robin short slices per backend."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core.backends import Backend
+from ..core.records import (
+    BackendStatus,
+    CaptureTraces,
+    Configure,
+    Dispatch,
+    KernelCapture,
+    Log,
+    Ready,
+    Sample,
+    SetPaused,
+    Shutdown,
+    TracesCaptured,
+)
+from . import clocks, dispatch, profiling
+from .calls import Inputs, forced
+from .channel import Channel
+from .environment import describe, resolve_device
+from .output_capture import OutputCapture
+
+SLICE_TARGET_US = 2_000.0
+"""Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
+WARMUP_CALLS = 3
+
+_STICKY = ("illegal memory access", "device-side assert", "unspecified launch failure",
+           "illegal instruction", "misaligned address", "CUDA error: an illegal")
+
+
+class StickyCudaError(RuntimeError):
+    """An error that poisons the CUDA context: the process must exit."""
+
+
+@dataclass
+class BackendRun:
+    """A backend that runs the current workload, with its clocks ready."""
+
+    backend: Backend
+    step: object
+    per_call_us: float
+    graph: clocks.GraphClock | None = None
+    next_profile: float = 0.0
+    last_sample: float = 0.0
+    samples: int = 0
+    peak_bytes: int | None = None
+    traces: list[dict] = field(default_factory=list)
+
+
+class Engine:
+    def __init__(self, channel: Channel, device_request: str, capture: OutputCapture) -> None:
+        self.channel = channel
+        self.device_request = device_request
+        self.capture = capture
+        self.device = torch.device("cpu")
+        self.config: Configure | None = None
+        self.inputs: Inputs | None = None
+        self.runs: dict[Backend, BackendRun] = {}
+        self.paused = False
+        self.stopping = False
+        self._eligibility: dict[tuple, dispatch.Eligibility] = {}
+        self._cursor = 0
+
+    # -- main loop -----------------------------------------------------------------------
+    def run(self) -> None:
+        self.device, notes = resolve_device(self.device_request)
+        self.channel.send(Ready(describe(self.device, notes)))
+        self._flush_logs()
+        while not self.stopping:
+            runnable = bool(self.runs) and not self.paused
+            wait = self._wait_time() if runnable else 0.5
+            for record in self.channel.receive_all(timeout=wait):
+                self._handle(record)
+            if not self.stopping and self.runs and not self.paused:
+                self._measure_next()
+            self._flush_logs()
+        self._release()
+
+    def _wait_time(self) -> float:
+        """Seconds until the next backend is due for a sample (0 when one is due now)."""
+        interval = self.config.sample_interval_s if self.config else 0.0
+        if interval <= 0:
+            return 0.0
+        now = time.monotonic()
+        return max(0.0, min(r.last_sample + interval - now for r in self.runs.values()))
+
+    def _handle(self, record: object) -> None:
+        if isinstance(record, Shutdown):
+            self.stopping = True
+        elif isinstance(record, SetPaused):
+            self.paused = record.paused
+        elif isinstance(record, Configure):
+            self._configure(record)
+        elif isinstance(record, CaptureTraces):
+            self._capture_traces(record)
+
+    def _flush_logs(self) -> None:
+        for line in self.capture.read_lines():
+            self.channel.send(Log(line))
+
+    # -- configuration ---------------------------------------------------------------------
+    def _configure(self, config: Configure) -> None:
+        self._release()
+        self.config = config
+        cid = config.config_id
+        try:
+            self.inputs = Inputs.make(config.workload, self.device)
+        except torch.OutOfMemoryError as exc:
+            verdict = dispatch.oom(exc)
+            for backend in config.enabled:
+                self.channel.send(BackendStatus(cid, backend, verdict.status, f"inputs: {verdict.reason}", verdict.details))
+            self.channel.send(Dispatch(cid, None, dispatch.priority_order(), "the inputs do not fit in memory"))
+            self.inputs = None
+            return
+        choice, reason = dispatch.choose(self.inputs, config.enabled)
+        self.channel.send(Dispatch(cid, choice, dispatch.priority_order(), reason))
+        for backend in config.enabled:
+            self._flush_logs()
+            verdict = self._eligible(backend)
+            if verdict.status != "ok":
+                self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details))
+                continue
+            try:
+                self.runs[backend] = self._prepare(backend)
+                self.channel.send(BackendStatus(cid, backend, "ok"))
+            except torch.OutOfMemoryError as exc:
+                self._fail(backend, dispatch.oom(exc))
+            except RuntimeError as exc:
+                self._check_sticky(exc)
+                self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+
+    def _eligible(self, backend: Backend) -> dispatch.Eligibility:
+        """Probe once per workload and backend: torch warns some reasons only once per process."""
+        key = (self.config.workload, backend)
+        if key not in self._eligibility:
+            verdict = dispatch.probe(self.inputs, backend, self.device)
+            if verdict.status == "oom":
+                self._free_memory()
+            else:
+                self._eligibility[key] = verdict
+            return verdict
+        return self._eligibility[key]
+
+    def _prepare(self, backend: Backend) -> BackendRun:
+        step = self.inputs.step()
+        with forced((backend,)):
+            for _ in range(WARMUP_CALLS):
+                step()
+            per_call = clocks.eager_us(step, self.device, 1)
+            run = BackendRun(backend, step, per_call)
+            run.peak_bytes = profiling.peak_extra_bytes(step, self.device)
+            if self.device.type == "cuda":
+                run.graph = clocks.GraphClock(step, self.device, per_call)
+                if run.graph.method != "graph":
+                    self.channel.send(Log(f"{backend.value}: CUDA graph capture failed "
+                                          f"({run.graph.capture_error}); timing with events"))
+        return run
+
+    def _fail(self, backend: Backend, verdict: dispatch.Eligibility) -> None:
+        run = self.runs.pop(backend, None)
+        if run and run.graph:
+            run.graph.release()
+        self._free_memory()
+        self.channel.send(BackendStatus(self.config.config_id, backend, verdict.status, verdict.reason, verdict.details))
+
+    def _release(self) -> None:
+        for run in self.runs.values():
+            if run.graph:
+                run.graph.release()
+        self.runs.clear()
+        self.inputs = None
+        self._free_memory()
+
+    def _free_memory(self) -> None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    # -- measuring -------------------------------------------------------------------------
+    def _measure_next(self) -> None:
+        now = time.monotonic()
+        interval = self.config.sample_interval_s
+        order = list(self.runs)
+        for i in range(len(order)):
+            backend = order[(self._cursor + i) % len(order)]
+            if now - self.runs[backend].last_sample >= interval:
+                self._cursor = (self._cursor + i + 1) % len(order)
+                self._slice(self.runs[backend])
+                return
+
+    def _slice(self, run: BackendRun) -> None:
+        cid = self.config.config_id
+        try:
+            with forced((run.backend,)):
+                if time.monotonic() >= run.next_profile:
+                    self._profile(run)  # a slice of its own: the profiler slows what follows
+                    return
+                gpu_us = None
+                if run.graph is not None:
+                    per_replay = run.per_call_us * run.graph.calls
+                    gpu_us = run.graph.sample(clocks.calls_for(SLICE_TARGET_US, per_replay, 50))
+                calls = clocks.calls_for(SLICE_TARGET_US, run.per_call_us, 500)
+                eager_us = clocks.eager_us(run.step, self.device, calls)
+        except torch.OutOfMemoryError as exc:
+            self._fail(run.backend, dispatch.oom(exc))
+            return
+        except RuntimeError as exc:
+            self._check_sticky(exc)
+            self._fail(run.backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+            return
+        run.per_call_us = gpu_us or eager_us
+        run.last_sample = time.monotonic()
+        run.samples += 1
+        method = run.graph.method if run.graph else "none"
+        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time()))
+
+    def _profile(self, run: BackendRun) -> profiling.Burst:
+        calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
+        result = profiling.burst(run.step, self.device, calls)
+        run.next_profile = time.monotonic() + self.config.profile_every_s
+        self.channel.send(
+            KernelCapture(self.config.config_id, run.backend, result.kernels, result.kernel_us, run.peak_bytes, time.time())
+        )
+        return result
+
+    def _capture_traces(self, request: CaptureTraces) -> None:
+        paths, errors = [], []
+        for backend, run in list(self.runs.items()):
+            try:
+                with forced((backend,)):
+                    result = self._profile(run)
+                path = os.path.join(request.directory, f"trace-{backend.value}.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(result.trace, f)
+                paths.append(path)
+            except OSError as exc:
+                errors.append(f"{backend.value}: {exc.strerror or exc}")
+            except RuntimeError as exc:
+                self._check_sticky(exc)
+                errors.append(f"{backend.value}: {str(exc).splitlines()[0]}")
+        self.channel.send(TracesCaptured(request.request_id, tuple(paths), "; ".join(errors)))
+
+    def _check_sticky(self, exc: BaseException) -> None:
+        text = str(exc)
+        if self.device.type == "cuda" and any(marker in text for marker in _STICKY):
+            raise StickyCudaError(text.splitlines()[0]) from exc
+

@@ -1,0 +1,58 @@
+"""The engine process's entry point (started with the spawn method; imports torch itself).
+
+The parent process never imports torch nor initialises CUDA: everything torch does
+happens here, with fd 1 and fd 2 captured before torch is imported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+from multiprocessing.connection import Connection
+
+from ..core.records import EngineError, Log
+from .channel import Channel, ChannelClosed
+from .output_capture import OutputCapture
+
+EXIT_STICKY_CUDA = 3
+EXIT_STARTUP = 4
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGTERM when the parent dies, even by SIGKILL (no orphan holding the GPU)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(conn: Connection, device_request: str) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _die_with_parent()
+    capture = OutputCapture()
+    capture.start()
+    channel = Channel(conn)
+    code = 0
+    try:
+        from .runner import Engine  # imports torch
+
+        Engine(channel, device_request, capture).run()
+    except ChannelClosed:
+        pass  # the UI is gone: exit quietly, freeing the GPU
+    except Exception as exc:  # noqa: BLE001 - report anything, then exit
+        sticky = type(exc).__name__ == "StickyCudaError"  # runner may not have imported
+        message = f"CUDA context poisoned: {exc}" if sticky else f"{type(exc).__name__}: {exc}"
+        code = EXIT_STICKY_CUDA if sticky else EXIT_STARTUP
+        _send_quietly(channel, EngineError(message, fatal=True))
+    for line in capture.read_lines():
+        _send_quietly(channel, Log(line))
+    sys.exit(code)
+
+
+def _send_quietly(channel: Channel, record: object) -> None:
+    try:
+        channel.send(record)
+    except ChannelClosed:
+        pass

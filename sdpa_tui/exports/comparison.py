@@ -1,0 +1,118 @@
+"""The comparison of backends as data: the JSON document and the values every table shows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict
+from typing import Any
+
+from .. import __version__
+from ..core.backends import Backend
+from ..core.session import BackendRow, Session
+from ..core.stats import Summary
+
+SCHEMA_VERSION = 1
+
+STATUS_TEXT = {
+    "ok": "ok",
+    "waiting": "waiting",
+    "not_eligible": "not eligible",
+    "error": "error",
+    "oom": "out of memory",
+    "disabled": "off",
+}
+
+
+def fmt_us(summary: Summary | None) -> str:
+    if summary is None:
+        return "–"
+    value = summary.median
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def fmt_num(value: float | None, digits: int = 1, suffix: str = "") -> str:
+    return "–" if value is None else f"{value:,.{digits}f}{suffix}"
+
+
+def fmt_tflops(value: float | None) -> str:
+    """Three significant digits: 512, 41.3, 0.0172 (CPU shapes are small)."""
+    return "–" if value is None else f"{value:.3g}"
+
+
+def status_text(row: BackendRow) -> str:
+    text = STATUS_TEXT.get(row.status, row.status)
+    return f"{text}: {row.reason}" if row.reason and row.status != "disabled" else text
+
+
+def verdicts(session: Session) -> dict[Backend, list[str]]:
+    """What each backend is best at here, derived from the measurements: fastest, leanest, SDPA's pick."""
+    rows = [r for r in session.rows() if r.status == "ok"]
+    notes: dict[Backend, list[str]] = {r.backend: [] for r in session.rows()}
+
+    def best(key, label: str) -> None:
+        candidates = [r for r in rows if key(r) is not None]
+        if len(candidates) > 1:
+            notes[min(candidates, key=key).backend].append(label)
+
+    best(lambda r: r.gpu_us.median if r.gpu_us else None, "fastest on GPU")
+    best(lambda r: r.eager_us.median if r.eager_us else None, "fastest eager")
+    best(lambda r: r.peak_mib, "least memory")
+    if session.dispatch and session.dispatch.choice:
+        notes[session.dispatch.choice].append("SDPA's pick")
+    return notes
+
+
+def _summary(summary: Summary | None) -> dict[str, Any]:
+    if summary is None:
+        return {"median": None, "p90": None, "samples": 0}
+    return {"median": summary.median, "p90": summary.p90, "samples": summary.count}
+
+
+def backend_dict(row: BackendRow) -> dict[str, Any]:
+    return {
+        "backend": row.backend.value,
+        "enabled": row.enabled,
+        "status": row.status,
+        "reason": row.reason,
+        "details": list(row.details),
+        "main_kernel": row.main_kernel_full,
+        "main_kernel_short": row.main_kernel,
+        "kernels_per_call": row.kernels_per_call,
+        "kernel_us": row.kernel_us.median if row.kernel_us else None,
+        "gpu_us": row.gpu_us.median if row.gpu_us else None,
+        "eager_us": row.eager_us.median if row.eager_us else None,
+        "clocks": {"kernel": _summary(row.kernel_us), "gpu": _summary(row.gpu_us), "eager": _summary(row.eager_us)},
+        "speedup_vs_math": row.speedup_vs_math,
+        "tflops": row.tflops,
+        "peak_mib": row.peak_mib,
+        "kernels": [
+            {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(kernel).items()} for kernel in row.kernels
+        ],
+    }
+
+
+def report_dict(session: Session) -> dict[str, Any]:
+    """The document ``report --json`` writes (and snapshots extend)."""
+    env = session.environment
+    dispatch = session.dispatch
+    rows = session.rows()
+    picked = next((r for r in rows if dispatch and r.backend == dispatch.choice), None)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "sdpa-tui", "version": __version__},
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "environment": asdict(env) if env else None,
+        "workload": session.workload.to_dict(),
+        "flops_per_call": session.workload.flops,
+        "enabled": [b.value for b in session.enabled],
+        "backends": [backend_dict(r) for r in rows],
+        "dispatch": {
+            "choice": dispatch.choice.value if dispatch and dispatch.choice else None,
+            "priority_order": list(dispatch.priority_order) if dispatch else [],
+            "reason": dispatch.reason if dispatch else "",
+            "gpu_us": picked.gpu_us.median if picked and picked.gpu_us else None,
+            "eager_us": picked.eager_us.median if picked and picked.eager_us else None,
+        },
+        "verdicts": {b.value: v for b, v in verdicts(session).items()},
+        "engine_errors": list(session.errors),
+    }

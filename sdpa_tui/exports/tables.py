@@ -1,0 +1,140 @@
+"""The comparison table, as Rich renderables (terminal) and as Markdown (report.md)."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..core.records import Environment
+from ..core.session import BackendRow, Session
+from .comparison import STATUS_TEXT, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
+
+COLUMNS = (
+    "backend",
+    "status",
+    "main kernel",
+    "kernels/call",
+    "kernel µs",
+    "GPU/call µs",
+    "eager/call µs",
+    "vs MATH",
+    "TFLOP/s",
+    "peak MiB",
+    "best at",
+)
+
+
+TERMINAL_COLUMNS = ("backend", "status", "main kernel", "k/call", "kernel", "GPU", "eager", "×MATH", "TFLOP/s", "MiB")
+TERMINAL_SOURCE = {
+    "k/call": "kernels/call", "kernel": "kernel µs", "GPU": "GPU/call µs", "eager": "eager/call µs",
+    "×MATH": "vs MATH", "MiB": "peak MiB",
+}
+SHORT_STATUS = {"not_eligible": "ineligible", "oom": "OOM", "disabled": "off"}
+
+
+def environment_line(env: Environment | None) -> str:
+    if env is None:
+        return "environment unknown (the engine did not start)"
+    versions = f"torch {env.torch_version}"
+    if env.cuda_version:
+        versions += f", CUDA {env.cuda_version}"
+    if env.cudnn_version:
+        versions += f", cuDNN {env.cudnn_version}"
+    if env.is_cpu:
+        threads = f", {env.cpu_threads} threads" if env.cpu_threads else ""
+        return f"CPU: {env.device_name}{threads} · {versions}"
+    memory = f", {env.memory_total_bytes / 2**30:.0f} GiB" if env.memory_total_bytes else ""
+    return f"{env.device}: {env.device_name} (sm {env.sm}, {env.sm_count} SMs{memory}) · {versions}"
+
+
+def dispatch_line(session: Session) -> str:
+    d = session.dispatch
+    if d is None:
+        return "dispatch: unknown"
+    order = " > ".join(d.priority_order) if d.priority_order else "n/a"
+    flags = ", ".join(b.short for b in session.enabled) or "none"
+    if d.choice is None:
+        return f"dispatch with flags [{flags}]: no kernel: {d.reason} (priority {order})"
+    return f"dispatch with flags [{flags}]: SDPA picks {d.choice.value} (priority {order})"
+
+
+def row_cells(row: BackendRow, notes: list[str]) -> list[str]:
+    kernel_unit = row.kernel_us is not None
+    return [
+        row.backend.value,
+        status_text(row),
+        row.main_kernel or "–",
+        str(row.kernels_per_call) if row.kernels_per_call else "–",
+        fmt_us(row.kernel_us) if kernel_unit else "–",
+        fmt_us(row.gpu_us),
+        fmt_us(row.eager_us),
+        fmt_num(row.speedup_vs_math, 2, "x"),
+        fmt_tflops(row.tflops),
+        fmt_num(row.peak_mib, 1),
+        ", ".join(notes),
+    ]
+
+
+def rich_report(session: Session, width: int = 160) -> Group:
+    """The table for a terminal of ``width`` columns: short cells, reasons and verdicts below it.
+
+    Below 120 columns the main kernels move under the table, so the numbers stay on one line.
+    """
+    wide = width >= 120
+    notes = verdicts(session)
+    table = Table(
+        title=f"SDPA backends · {session.workload.describe()} · medians, µs",
+        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+    )
+    headers = TERMINAL_COLUMNS if wide else tuple(c for c in TERMINAL_COLUMNS if c != "main kernel")
+    for name in headers:
+        if name == "main kernel":
+            table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=48)
+        else:
+            table.add_column(name, justify="left" if name in ("backend", "status") else "right", no_wrap=True)
+    rows = session.rows()
+    for row in rows:
+        cells = dict(zip(COLUMNS, row_cells(row, notes[row.backend])))
+        cells["backend"] = row.backend.label if wide else row.backend.short
+        cells["status"] = SHORT_STATUS.get(row.status, row.status)
+        values = [cells[TERMINAL_SOURCE.get(h, h)] for h in headers]
+        table.add_row(*values, style=None if row.status == "ok" else "dim")
+    lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
+    if not wide:
+        lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
+    for row in rows:
+        if row.reason and row.status not in ("ok", "disabled"):
+            lines.append(Text(f"{row.backend.label} {STATUS_TEXT.get(row.status, row.status)}: {row.reason}"))
+    best = [f"{b.label}: {', '.join(n)}" for b, n in notes.items() if n]
+    if best:
+        lines.append(Text("best at: " + " · ".join(best)))
+    if session.environment and session.environment.notes:
+        lines.append(Text("; ".join(session.environment.notes), style="yellow"))
+    return Group(*lines)
+
+
+def markdown_report(session: Session) -> str:
+    notes = verdicts(session)
+    out = [
+        f"# SDPA backends · {session.workload.describe()}",
+        "",
+        environment_line(session.environment),
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---:" if 2 < i < len(COLUMNS) - 1 else "---" for i in range(len(COLUMNS))) + "|",
+    ]
+    for row in session.rows():
+        cells = [c.replace("|", "\\|") for c in row_cells(row, notes[row.backend])]
+        cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", dispatch_line(session), ""]
+    out += [
+        "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
+        "*GPU/call* is device time per call from CUDA graph replay (no host launch overhead); "
+        "*eager/call* is a host-timed back-to-back loop. Medians. On the CPU, kernel is the sum "
+        "of the leaf ATen ops of one call and GPU/call does not apply.",
+        "",
+    ]
+    return "\n".join(out)

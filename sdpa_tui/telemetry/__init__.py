@@ -1,0 +1,25 @@
+"""GPU telemetry through NVML: plain threads and frozen records, no UI code."""
+
+from .nvml import NOT_INSTALLED, GpuPoller, NvmlReader
+from .snapshot import (
+    NA,
+    NVML_FIELDS,
+    GpuProcess,
+    GpuSnapshot,
+    decode_clock_event_reasons,
+    fmt_value,
+    is_throttling,
+)
+
+__all__ = [
+    "NA",
+    "NOT_INSTALLED",
+    "NVML_FIELDS",
+    "GpuPoller",
+    "GpuProcess",
+    "GpuSnapshot",
+    "NvmlReader",
+    "decode_clock_event_reasons",
+    "fmt_value",
+    "is_throttling",
+]
