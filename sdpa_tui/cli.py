@@ -14,22 +14,26 @@ EXIT_USAGE = 2
 _DEVICE = re.compile(r"^(cpu|cuda|cuda:\d+)$")
 
 
-def _add_workload_options(parser: argparse.ArgumentParser) -> None:
+def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+    """``inherited``: a subcommand's copy of the options. Its defaults are suppressed, or
+    argparse would let them overwrite what was given before the subcommand
+    (``sdpa-tui --seq 128 report`` measured seq 512)."""
     d = Workload()
+    default = (lambda value: argparse.SUPPRESS) if inherited else (lambda value: value)
     g = parser.add_argument_group("workload")
-    g.add_argument("--batch", type=int, default=d.batch, help=f"batch size (default {d.batch})")
-    g.add_argument("--heads", type=int, default=d.heads, help=f"query heads (default {d.heads})")
-    g.add_argument("--kv-heads", type=int, default=None, help="key/value heads, dividing --heads (GQA; default: --heads)")
-    g.add_argument("--seq", type=int, default=d.seq, help=f"query length (default {d.seq})")
-    g.add_argument("--kv-seq", type=int, default=None, help="key/value length (default: --seq)")
-    g.add_argument("--head-dim", type=int, default=d.head_dim, help=f"head dimension (default {d.head_dim})")
-    g.add_argument("--dtype", choices=list(DTYPES), default=d.dtype, help=f"default {d.dtype}")
-    g.add_argument("--causal", action="store_true", help="causal attention (is_causal=True)")
-    g.add_argument("--mask", choices=list(MASKS), default=None, help="attention mask (default none; --causal means causal)")
-    g.add_argument("--direction", choices=list(DIRECTIONS), default=d.direction, help="forward, or forward+backward")
-    g.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default: the first GPU, else the CPU)")
+    g.add_argument("--batch", type=int, default=default(d.batch), help=f"batch size (default {d.batch})")
+    g.add_argument("--heads", type=int, default=default(d.heads), help=f"query heads (default {d.heads})")
+    g.add_argument("--kv-heads", type=int, default=default(None), help="key/value heads, dividing --heads (GQA; default: --heads)")
+    g.add_argument("--seq", type=int, default=default(d.seq), help=f"query length (default {d.seq})")
+    g.add_argument("--kv-seq", type=int, default=default(None), help="key/value length (default: --seq)")
+    g.add_argument("--head-dim", type=int, default=default(d.head_dim), help=f"head dimension (default {d.head_dim})")
+    g.add_argument("--dtype", choices=list(DTYPES), default=default(d.dtype), help=f"default {d.dtype}")
+    g.add_argument("--causal", action="store_true", default=default(False), help="causal attention (is_causal=True)")
+    g.add_argument("--mask", choices=list(MASKS), default=default(None), help="attention mask (default none; --causal means causal)")
+    g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help="forward, or forward+backward")
+    g.add_argument("--device", default=default("cuda"), help="cuda, cuda:N or cpu (default: the first GPU, else the CPU)")
     g.add_argument(
-        "--backends", default=",".join(b.short for b in ALL_BACKENDS),
+        "--backends", default=default(",".join(b.short for b in ALL_BACKENDS)),
         help="comma list of enabled backends: cudnn,flash,efficient,math (default: all)",
     )
 
@@ -44,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--export-dir", default="sdpa-tui-exports", help="where snapshots go (default ./sdpa-tui-exports)")
     sub = parser.add_subparsers(dest="command", metavar="{report}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
-    _add_workload_options(report)
+    _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")

@@ -14,7 +14,25 @@ FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
 
 CUDNN_H100 = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
 CUDNN_A100 = "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1_kernel0_0"
-CUDNN_BWD = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3_64x128x64_4x1x1_cga1x1x1_kernel0_0"
+# backward names below were seen on an H200 (torch 2.11.0+cu130, cuDNN 9.19) for [2, 8, 512, 64] fp16
+CUDNN_BWD = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0"
+CUDNN_BWD_DOT = (
+    "void cudnn::fusion::compute_dot_do_o_specialized<false, 64>(void const*, void const*, void*, void*, "
+    "unsigned int, unsigned int, float, void const*, bool, void const*, void*, int, int)"
+)
+CUDNN_BWD_CONVERT = (
+    "void cudnn::fusion::convert_dq_to_16bits<false>(void const*, void*, unsigned int, unsigned int, "
+    "float const*, float*, void const*, void*, void*, bool, bool)"
+)
+MEM_EFF_BWD_SEQALIGNED = (
+    "fmha_cutlassB_f16_aligned_64x64_k64_seqaligned_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<"
+    "cutlass::arch::Sm80, cutlass::half_t, true, false, true, 64, 64, 64, true>::Params)"
+)
+FLASH_BWD_CONVERT_REAL = (
+    "void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, "
+    "false, false, cutlass::half_t, Flash_kernel_traits<64, 128, 128, 8, cutlass::half_t> > >"
+    "(pytorch_flash::Flash_bwd_params, int)"
+)
 FLASH_FWD = (
     "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
     "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, "
@@ -76,6 +94,7 @@ FILL = (
         (MEM_EFF_F32, "fmha_cutlassF_f32_aligned_64x64_rf_sm80"),
         (CUDNN_H100, "cudnn_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1"),
         (CUDNN_A100, "cudnn_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1"),
+        (CUDNN_BWD, "cudnn_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1"),
         (SOFTMAX, "softmax_warp_forward"),
         (DIRECT_COPY, "elementwise_kernel"),
         (CUBLAS_AMPERE, CUBLAS_AMPERE),
@@ -102,7 +121,11 @@ def test_short_name_cuts_long_names_with_an_ellipsis() -> None:
     [
         (CUDNN_H100, ("cuDNN fused attention", "sm90", "wgmma", "64x128x64", "fp16", "forward")),
         (CUDNN_A100, ("cuDNN fused attention", "sm80", "wmma", "128x64x64", "fp16", "forward")),
-        (CUDNN_BWD, ("cuDNN fused attention", "sm90", "wgmma", "64x128x64", "fp16", "backward")),
+        (CUDNN_BWD, ("cuDNN fused attention", "sm90", "wgmma", "64x64x64", "fp16", "backward")),
+        (CUDNN_BWD_DOT, ("cuDNN fused attention", None, None, None, None, "backward")),
+        (CUDNN_BWD_CONVERT, ("cuDNN fused attention", None, None, None, None, "backward")),
+        (MEM_EFF_BWD_SEQALIGNED, ("CUTLASS memory-efficient backward", "sm80", None, "64x64", "fp16", "backward")),
+        (FLASH_BWD_CONVERT_REAL, ("FlashAttention-2 backward", None, None, None, "fp16", "backward")),
         # Flash tile is BlockM x BlockN x HeadDim from Flash_fwd_kernel_traits<HeadDim, BlockM, BlockN, ...>
         (FLASH_FWD, ("FlashAttention-2 forward", None, None, "128x64x128", "bf16", "forward")),
         (FLASH_SPLITKV, ("FlashAttention-2 split-KV forward", None, None, "64x256x64", "fp16", "forward")),
@@ -115,7 +138,7 @@ def test_short_name_cuts_long_names_with_an_ellipsis() -> None:
         (CUBLAS_SM90, ("cuBLAS GEMM", "sm90", None, "128x128x64", "fp16", None)),
         (CUBLAS_AMPERE, ("cuBLAS GEMM", "sm80", None, "128x128", "fp16", None)),
         (SOFTMAX, ("softmax", None, None, None, "fp16", "forward")),
-        (DIRECT_COPY, ("copy", None, None, None, "fp16", None)),
+        (DIRECT_COPY, ("copy", None, None, None, None, None)),
         (FILL, ("fill", None, None, None, "fp16", None)),
         ("Memset (Device)", ("memset", None, None, None, None, None)),
         ("Memcpy DtoD (Device -> Device)", ("copy", None, None, None, None, None)),
@@ -131,7 +154,7 @@ def test_identify(name: str, expected: tuple) -> None:
 
 def test_describe() -> None:
     assert identify(CUDNN_H100).describe() == "cuDNN fused attention, sm90, wgmma, tile 64x128x64, fp16"
-    assert identify(CUDNN_BWD).describe() == "cuDNN fused attention backward, sm90, wgmma, tile 64x128x64, fp16"
+    assert identify(CUDNN_BWD).describe() == "cuDNN fused attention backward, sm90, wgmma, tile 64x64x64, fp16"
     assert identify(FLASH_SPLITKV).describe() == "FlashAttention-2 split-KV forward, tile 64x256x64, fp16"
     assert identify(MEM_EFF_F32).describe() == "CUTLASS memory-efficient forward, sm80, tile 64x64, fp32"
 
@@ -177,6 +200,7 @@ def test_main_kernel_falls_back_to_longest_of_all_and_none() -> None:
 
 def test_main_kernel_on_fixtures() -> None:
     expected = {
+        "MATH_3calls.json": "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8",
         "CUDNN_ATTENTION.json": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64",
         "FLASH_ATTENTION.json": "void pytorch_flash::flash_fwd_splitkv_kernel<",
         "FLASH_causal_8k.json": "void pytorch_flash::flash_fwd_kernel<",
@@ -184,5 +208,5 @@ def test_main_kernel_on_fixtures() -> None:
         "DEFAULT_fp32.json": "fmha_cutlassF_f32_aligned_64x64_rf_sm80(",
     }
     for file, prefix in expected.items():
-        (call,) = trace.calls_of(trace.load_trace(FIXTURES / file))
+        call = trace.calls_of(trace.load_trace(FIXTURES / file))[0]
         assert main_kernel(call).name.startswith(prefix), file

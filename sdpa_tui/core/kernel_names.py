@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .records import KernelInfo
 
@@ -54,6 +55,7 @@ _CPP_DTYPES = (
 _CPP_DTYPE_RE = re.compile(
     "|".join(rf"(?<![\w:]){re.escape(t)}(?!\w)" for t, _ in _CPP_DTYPES)
 )
+_CUBLAS_PREFIX = re.compile(r"sm\d+_xmma_gemm|volta_|turing_|ampere_|hopper_")
 _ARCH_WORDS = {"volta": "sm70", "turing": "sm75", "ampere": "sm80", "hopper": "sm90"}
 _CPU_ELEMENTWISE = frozenset(
     {"add", "sub", "mul", "div", "where", "masked_fill", "neg", "exp", "to", "_to_copy"}
@@ -73,7 +75,7 @@ class KernelIdentity:
     direction: str | None = None  # forward | backward
 
     def describe(self) -> str:
-        """E.g. 'cuDNN fused attention, sm90, wgmma, tile 64x128x64, fp16'; unknown: the short name."""
+        """E.g. 'cuDNN fused attention, sm90, wgmma, tile 64x128x64, fp16'; unknown: short name."""
         if self.family is None:
             return self.short
         head = self.family
@@ -146,6 +148,7 @@ def _is_plain(name: str) -> bool:
     return name.startswith(("aten::", "Memset", "Memcpy")) or not any(c in name for c in "<(")
 
 
+@lru_cache(maxsize=4096)
 def short_name(name: str) -> str:
     """A short readable name, at most 60 characters ('…' marks a cut).
 
@@ -171,10 +174,11 @@ def _tokens(func: str) -> list[str]:
 
 
 def _token_dtype(tokens: list[str]) -> str | None:
+    """The first dtype token: 'f16', 'bf16', 'fp32', or a run like 'f16f16' (A and B types)."""
     for tok in tokens:
-        for prefix in ("bf16", "fp16", "fp32", "f16", "f32"):
-            if tok.startswith(prefix) and (tok == prefix or tok[len(prefix) :][:1] in "bf"):
-                return _DTYPE_TOKENS[prefix]
+        m = re.match(r"(bf16|fp16|fp32|f16|f32)(?=$|[bf])", tok)
+        if m:
+            return _DTYPE_TOKENS[m.group(1)]
     return None
 
 
@@ -204,8 +208,10 @@ def _instruction(tokens: list[str]) -> str | None:
     return next((t for t in tokens if t in ("wgmma", "wmma", "mma")), None)
 
 
-def _cudnn(func: str) -> KernelIdentity | None:
+def _cudnn(name: str, func: str) -> KernelIdentity | None:
     low = func.lower()
+    if "cudnn::fusion::" in name and ("dot_do_o" in low or "dq" in low):
+        return KernelIdentity("", "cuDNN fused attention", direction="backward")  # bprop helpers
     if not low.startswith("cudnn") or not any(w in low for w in ("sdpa", "fprop", "bprop", "fmha")):
         return None
     tokens = _tokens(func)
@@ -221,16 +227,16 @@ def _flash(func: str, template: str) -> KernelIdentity | None:
         return None
     if func.startswith("flash_bwd"):
         family, direction = "FlashAttention-2 backward", "backward"
-        main = func.startswith("flash_bwd_dq_dk_dv_loop")
+        tiled = func.startswith("flash_bwd_dq_dk_dv_loop")  # helpers only carry the traits
     elif "combine" in func:
-        family, direction, main = "FlashAttention-2 split-KV combine", "forward", False
+        family, direction, tiled = "FlashAttention-2 split-KV combine", "forward", False
     elif "splitkv" in func:
-        family, direction, main = "FlashAttention-2 split-KV forward", "forward", True
+        family, direction, tiled = "FlashAttention-2 split-KV forward", "forward", True
     else:
-        family, direction, main = "FlashAttention-2 forward", "forward", True
+        family, direction, tiled = "FlashAttention-2 forward", "forward", True
     tile = None
     m = re.search(r"Flash_(?:fwd|bwd)_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+)", template)
-    if main and m:
+    if tiled and m:
         head_dim, block_m, block_n = m.groups()
         tile = f"{block_m}x{block_n}x{head_dim}"
     return KernelIdentity("", family, None, None, tile, _cpp_dtype(template), direction)
@@ -255,7 +261,7 @@ def _gemm(func: str) -> KernelIdentity | None:
     if "gemm" not in low:
         return None
     tokens = _tokens(func)
-    cublas = "cublas" in low or bool(re.match(r"(sm\d+_xmma_gemm|volta_|turing_|ampere_|hopper_)", low))
+    cublas = "cublas" in low or bool(_CUBLAS_PREFIX.match(low))
     return KernelIdentity(
         "", "cuBLAS GEMM" if cublas else "GEMM", _token_arch(tokens),
         _instruction(tokens), _token_tile(tokens), _token_dtype(tokens),
@@ -267,7 +273,7 @@ def _generic(func: str, template: str) -> KernelIdentity | None:
     family = None
     if "softmax" in low:
         family = "softmax"
-    elif "copy" in low or "direct_copy" in template:
+    elif "copy" in low or "copy_kernel" in template:
         family = "copy"
     elif "FillFunctor" in template or "fill" in low:
         family = "fill"
@@ -278,8 +284,8 @@ def _generic(func: str, template: str) -> KernelIdentity | None:
     if family is None:
         return None
     direction = "forward" if "forward" in low else "backward" if "backward" in low else None
-    # a reduction's first template type is its accumulator, not the data: no dtype there
-    dtype = None if family == "reduction" else _cpp_dtype(template)
+    # a reduction's first type is its accumulator and a copy may cast: no dtype for those
+    dtype = None if family in ("reduction", "copy") else _cpp_dtype(template)
     return KernelIdentity("", family, None, None, None, dtype, direction)
 
 
@@ -302,6 +308,7 @@ def _cpu_op(name: str) -> KernelIdentity:
     return KernelIdentity(short)
 
 
+@lru_cache(maxsize=4096)
 def identify(name: str) -> KernelIdentity:
     """What ``name`` says about its kernel (or CPU op); family None when unknown."""
     name = name.strip()
@@ -312,16 +319,14 @@ def identify(name: str) -> KernelIdentity:
     if name.startswith("Memcpy"):
         return KernelIdentity(short_name(name), "copy")
     func, template = _core(name)
-    for found in (
-        _cudnn(func),
-        _flash(func, template),
-        _mem_efficient(func),
-        _gemm(func),
-        _generic(func, template),
-    ):
-        if found is not None:
-            return replace(found, short=short_name(name))
-    return KernelIdentity(short_name(name))
+    found = (
+        _cudnn(name, func)
+        or _flash(func, template)
+        or _mem_efficient(func)
+        or _gemm(func)
+        or _generic(func, template)
+    )
+    return replace(found, short=short_name(name)) if found else KernelIdentity(short_name(name))
 
 
 def main_kernel(kernels: Sequence[KernelInfo]) -> KernelInfo | None:

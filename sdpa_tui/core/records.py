@@ -231,7 +231,7 @@ def decode(data: bytes) -> Any:
         raise ProtocolError(f"not a record: {exc}") from exc
     if version != PROTOCOL_VERSION:
         raise ProtocolError(f"protocol version {version}, expected {PROTOCOL_VERSION}")
-    cls = RECORD_TYPES.get(kind)
+    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ProtocolError(f"unknown record type {kind!r}")
     try:

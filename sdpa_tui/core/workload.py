@@ -113,21 +113,19 @@ def validate(w: Workload) -> None:
     """Raise :class:`WorkloadError` naming the first problem found."""
     for name, limit in LIMITS.items():
         value = getattr(w, name)
+        allowed = f"a whole number from 1 to {limit:,}"
         if isinstance(value, bool) or not isinstance(value, int):
-            raise WorkloadError(f"{name} must be a whole number, got {value!r}")
-        if value < 1:
-            raise WorkloadError(f"{name} must be at least 1, got {value}")
-        if value > limit:
-            raise WorkloadError(f"{name} must be at most {limit:,}, got {value:,}")
-    if w.dtype not in DTYPES:
-        raise WorkloadError(f"dtype must be one of {', '.join(DTYPES)}, got {w.dtype!r}")
-    if w.mask not in MASKS:
-        raise WorkloadError(f"mask must be one of {', '.join(MASKS)}, got {w.mask!r}")
-    if w.direction not in DIRECTIONS:
-        raise WorkloadError(f"direction must be one of {', '.join(DIRECTIONS)}, got {w.direction!r}")
+            raise WorkloadError(f"{name} must be {allowed}, got {value!r}")
+        if not 1 <= value <= limit:
+            raise WorkloadError(f"{name} must be {allowed}, got {value:,}")
+    for name, choices in (("dtype", tuple(DTYPES)), ("mask", MASKS), ("direction", DIRECTIONS)):
+        value = getattr(w, name)
+        if not isinstance(value, str) or value not in choices:  # a JSON list is no dtype
+            raise WorkloadError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     if w.heads % w.kv_heads:
+        divisors = ", ".join(str(d) for d in range(1, w.heads + 1) if w.heads % d == 0)
         raise WorkloadError(
-            f"kv heads ({w.kv_heads}) must divide query heads ({w.heads}) evenly"
+            f"kv_heads ({w.kv_heads}) must divide heads ({w.heads}) evenly: one of {divisors}"
         )
     if w.input_bytes > MAX_INPUT_BYTES:
         raise WorkloadError(

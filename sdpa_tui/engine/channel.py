@@ -36,11 +36,17 @@ class Channel:
 
     def receive_all(self, timeout: float = 0.0) -> list[Any]:
         """Every record waiting now (waiting up to ``timeout`` for the first)."""
-        records = []
+        records: list[Any] = []
         wait = timeout
-        while self.poll(wait):
-            records.append(self.receive())
-            wait = 0.0
+        try:
+            while self.poll(wait):
+                records.append(self.receive())
+                wait = 0.0
+        except ChannelClosed:
+            if not records:
+                raise
+            # The peer sent these, then went away: deliver them (its last words are
+            # usually why it died); the next call reports the closed channel.
         return records
 
     def close(self) -> None:

@@ -1,0 +1,156 @@
+"""Keep an engine process running for a UI: read its records on a thread, restart it when it dies.
+
+Imports no torch and no Textual: the UI hands in two callbacks, which are called from the
+supervisor's thread (a Textual app passes ``post_message``, which is thread-safe).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.records import Configure, EngineError, Ready, Sample, SetPaused
+from .client import EngineClient
+
+BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
+GIVE_UP_AFTER = 3
+"""Deaths in a row on one configuration, with no sample in between, before we stop retrying."""
+
+
+@dataclass(frozen=True)
+class EngineStarting:
+    attempt: int
+
+
+@dataclass(frozen=True)
+class EngineDied:
+    exit_code: int | None
+    message: str
+    retry_in_s: float | None  # None: gave up on this configuration
+
+
+class EngineSupervisor:
+    def __init__(
+        self,
+        device: str,
+        on_records: Callable[[list[Any]], None],
+        on_event: Callable[[Any], None],
+        client_factory: Callable[[str], EngineClient] = EngineClient,
+        backoff_s: tuple[float, ...] = BACKOFF_S,
+    ) -> None:
+        self.device = device
+        self.on_records = on_records
+        self.on_event = on_event
+        self.client_factory = client_factory
+        self.backoff_s = backoff_s
+        self.client: EngineClient | None = None
+        self._config: Configure | None = None
+        self._paused = False
+        self._stop = threading.Event()
+        self._retry = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="sdpa-tui-engine-reader", daemon=True)
+        self.deaths_in_a_row = 0
+
+    # -- called from the UI ----------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def configure(self, config: Configure) -> None:
+        with self._lock:
+            self._config = config
+            self.deaths_in_a_row = 0
+            client = self.client
+        self._retry.set()  # a new configuration deserves a new try
+        if client:
+            client.send(config)
+
+    def set_paused(self, paused: bool) -> None:
+        with self._lock:
+            self._paused = paused
+            client = self.client
+        if client:
+            client.send(SetPaused(paused))
+
+    def send(self, record: Any) -> bool:
+        client = self.client
+        return bool(client and client.send(record))
+
+    @property
+    def engine_pid(self) -> int | None:
+        client = self.client
+        return client.pid if client else None
+
+    def kill_engine(self) -> None:
+        """End the engine process now (it will be restarted like after a crash)."""
+        client = self.client
+        if client:
+            client.kill()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._retry.set()
+        self._thread.join(10.0)
+        client = self.client
+        if client:
+            client.stop()
+
+    # -- the supervisor thread -------------------------------------------------------------
+    def _run(self) -> None:
+        attempt = 0
+        while not self._stop.is_set():
+            attempt += 1
+            self.on_event(EngineStarting(attempt))
+            client = self.client_factory(self.device)
+            try:
+                client.start()
+                self.client = client
+                last_error = self._pump(client)
+            except Exception as exc:  # noqa: BLE001 - say it in the UI, then retry with backoff
+                last_error = f"could not run the engine process: {type(exc).__name__}: {exc}"
+            if self._stop.is_set():
+                break
+            client.stop(timeout=1.0)
+            self.deaths_in_a_row += 1
+            message = last_error or f"the engine process ended (exit code {client.exit_code})"
+            if self.deaths_in_a_row >= GIVE_UP_AFTER:
+                self.on_event(EngineDied(client.exit_code, message, None))
+                self._retry.clear()
+                self._retry.wait()  # until the user changes the configuration or asks again
+                self.deaths_in_a_row = 0
+                continue
+            delay = self.backoff_s[min(self.deaths_in_a_row - 1, len(self.backoff_s) - 1)]
+            self.on_event(EngineDied(client.exit_code, message, delay))
+            self._retry.clear()
+            self._retry.wait(delay)
+
+    def retry(self) -> None:
+        self._retry.set()
+
+    def _pump(self, client: EngineClient) -> str:
+        """Forward records until the engine dies or we stop; return its last error message."""
+        last_error = ""
+        while not self._stop.is_set():
+            records = client.receive(timeout=0.1)
+            if records:
+                for record in records:
+                    if isinstance(record, Ready):
+                        self._resend_state(client)
+                    elif isinstance(record, EngineError):
+                        last_error = record.message
+                    elif isinstance(record, Sample):
+                        self.deaths_in_a_row = 0
+                self.on_records(records)
+            elif not client.alive:
+                return last_error
+        return last_error
+
+    def _resend_state(self, client: EngineClient) -> None:
+        with self._lock:
+            config, paused = self._config, self._paused
+        if config is not None:
+            client.send(config)
+        if paused:
+            client.send(SetPaused(True))

@@ -1,0 +1,259 @@
+"""The live monitor: a Textual app over an engine process and an NVML poller.
+
+Background threads never touch widgets: they post messages; handlers update the
+:class:`Session`; a 4 Hz timer redraws what changed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..core.backends import ALL_BACKENDS, Backend
+from ..core.records import CaptureTraces, Configure, Ready, TracesCaptured
+from ..core.session import Session
+from ..core.workload import DTYPES, Workload, WorkloadError
+from ..engine.supervisor import EngineDied, EngineStarting
+from ..telemetry.snapshot import GpuSnapshot
+from .messages import EngineEvent, EngineRecords, GpuUpdate
+from .screens.help import HelpScreen
+from .screens.workload_form import WorkloadForm
+from .snapshots import SnapshotFlow
+from .widgets.backend_panel import BackendPanel
+from .widgets.dispatch_panel import DispatchPanel
+from .widgets.gpu_panel import GpuPanel
+from .widgets.header import EnvironmentHeader
+
+SAMPLE_INTERVAL_S = 0.25
+"""Each enabled backend is sampled about four times a second while live."""
+PROFILE_EVERY_S = 5.0
+
+
+class SdpaApp(App):
+    """``engine`` and ``gpu_source`` are injected so tests can drive the app without a GPU."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "sdpa-tui"
+    BINDINGS = [
+        Binding("f", "toggle('FLASH_ATTENTION')", "Flash"),
+        Binding("e", "toggle('EFFICIENT_ATTENTION')", "MemEff"),
+        Binding("c", "toggle('CUDNN_ATTENTION')", "cuDNN"),
+        Binding("m", "toggle('MATH')", "Math"),
+        Binding("space", "pause", "Pause"),
+        Binding("w", "edit_workload", "Workload"),
+        Binding("plus,equals_sign", "scale_seq(2)", "Seq×2", key_display="+"),
+        Binding("minus", "scale_seq(0.5)", "Seq÷2", key_display="-"),
+        Binding("d", "cycle_dtype", "Dtype"),
+        Binding("k", "toggle_causal", "Causal"),
+        Binding("b", "toggle_direction", "Fwd/Bwd"),
+        Binding("s", "snapshot", "Snapshot"),
+        Binding("t", "trace", "Trace"),
+        Binding("r", "restart_engine", "Restart", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        session: Session,
+        engine: Any,
+        gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
+        export_dir: str = "sdpa-tui-exports",
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.engine = engine
+        self.gpu_source = gpu_source
+        self.export_dir = export_dir
+        self.gpu: GpuSnapshot | None = None
+        self.paused = False
+        self.engine_state = "engine starting (importing torch)…"
+        self.snapshots = SnapshotFlow(self)
+        self._poller: Any = None
+        self._dirty = True
+        self._request_id = 0
+
+    # -- layout ----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield EnvironmentHeader(id="header")
+        with Grid(id="backends"):
+            for backend in ALL_BACKENDS:
+                yield BackendPanel(backend)
+        with Horizontal(id="side"):
+            yield DispatchPanel(id="dispatch")
+            yield GpuPanel(id="gpu")
+        yield Static(id="status-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.engine.start()
+        self.engine.configure(self._configure_record())
+        if self.gpu_source is not None:
+            self._poller = self.gpu_source(lambda snap: self.post_message(GpuUpdate(snap)))
+        self.set_interval(0.25, self._redraw_if_dirty)
+        self.status("engine starting: the first numbers follow once torch is imported")
+        self._redraw()
+
+    def on_unmount(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+        self.engine.stop()
+
+    # -- background input ------------------------------------------------------------------
+    def on_engine_records(self, message: EngineRecords) -> None:
+        for record in message.records:
+            if self.session.apply(record):
+                self._dirty = True
+            if isinstance(record, Ready):
+                self.engine_state = ""
+                mode = "the CPU" if record.environment.is_cpu else record.environment.device_name
+                self.status(f"engine ready on {mode}")
+            elif isinstance(record, TracesCaptured):
+                self.snapshots.traces_captured(record)
+        if self.session.errors:
+            self.status(self.session.errors[-1], error=True)
+            self.session.errors.clear()
+
+    def on_engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        if isinstance(event, EngineStarting) and event.attempt > 1:
+            self.engine_state = f"restarting the engine (attempt {event.attempt})"
+        elif isinstance(event, EngineDied):
+            if event.retry_in_s is None:
+                self.engine_state = "engine stopped: it died repeatedly on this workload"
+                self.status(f"engine died again ({event.message}); not retrying: change the workload or press r", error=True)
+            else:
+                self.engine_state = f"engine died; restarting in {event.retry_in_s:.0f} s"
+                self.status(f"engine died: {event.message}; history kept, restarting", error=True)
+        self._dirty = True
+
+    def on_gpu_update(self, message: GpuUpdate) -> None:
+        self.gpu = message.snapshot
+        flags = [name for name, on in (("throttled", message.snapshot.throttled),
+                                       ("shared", bool(message.snapshot.other_processes))) if on]
+        self.session.gpu_flags = "+".join(flags)
+        self._dirty = True
+
+    # -- drawing ---------------------------------------------------------------------------
+    def _redraw_if_dirty(self) -> None:
+        if self._dirty:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        self._dirty = False
+        env = self.session.environment
+        cpu = bool(env and env.is_cpu)
+        self.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
+        pick = self.session.dispatch.choice if self.session.dispatch else None
+        for panel in self.query(BackendPanel):
+            panel.show(self.session, panel.backend == pick, cpu)
+        self.query_one(DispatchPanel).show(self.session)
+        self.query_one(GpuPanel).show(self.gpu, cpu)
+
+    def status(self, text: str, error: bool = False) -> None:
+        line = self.query_one("#status-line", Static)
+        line.set_class(error, "-error")
+        line.update(f"{time.strftime('%H:%M:%S')}  {text}")
+
+    # -- actions ---------------------------------------------------------------------------
+    def _configure_record(self) -> Configure:
+        return Configure(
+            self.session.next_config_id(), self.session.workload, self.session.enabled,
+            profile_every_s=PROFILE_EVERY_S, sample_interval_s=SAMPLE_INTERVAL_S,
+        )
+
+    def _reconfigure(self) -> None:
+        self.engine.configure(self._configure_record())
+        self._dirty = True
+
+    def action_toggle(self, backend_name: str) -> None:
+        backend = Backend(backend_name)
+        enabled = set(self.session.enabled) ^ {backend}
+        self.session.set_enabled(tuple(b for b in ALL_BACKENDS if b in enabled))
+        self.session.dispatch = None
+        self.status(f"{backend.label} flag {'on' if backend in enabled else 'off'}")
+        self._reconfigure()
+
+    def set_workload(self, workload: Workload) -> None:
+        if workload == self.session.workload:
+            return
+        self.session.set_workload(workload)
+        self.status(f"workload: {workload.describe()}")
+        self._reconfigure()
+
+    def _edit(self, **changes: Any) -> None:
+        try:
+            self.set_workload(self.session.workload.with_changes(**changes))
+        except WorkloadError as exc:
+            self.status(f"not changed: {exc}", error=True)
+
+    def action_scale_seq(self, factor: float) -> None:
+        w = self.session.workload
+        same_kv = w.kv_seq == w.seq
+        seq = max(1, int(w.seq * factor))
+        self._edit(seq=seq, kv_seq=seq if same_kv else w.kv_seq)
+
+    def action_cycle_dtype(self) -> None:
+        names = list(DTYPES)
+        self._edit(dtype=names[(names.index(self.session.workload.dtype) + 1) % len(names)])
+
+    def action_toggle_causal(self) -> None:
+        self._edit(mask="none" if self.session.workload.causal else "causal")
+
+    def action_toggle_direction(self) -> None:
+        self._edit(direction="fwd" if self.session.workload.backward else "fwd+bwd")
+
+    def action_edit_workload(self) -> None:
+        def done(workload: Workload | None) -> None:
+            if workload is not None:
+                self.set_workload(workload)
+
+        self.push_screen(WorkloadForm(self.session.workload), done)
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.engine.set_paused(self.paused)
+        self.status("paused: the GPU is left alone" if self.paused else "measuring again")
+        self._dirty = True
+
+    def action_snapshot(self) -> None:
+        self.snapshots.start(self.export_dir)
+
+    def action_trace(self) -> None:
+        directory = os.path.join(self.export_dir, time.strftime("traces-%Y%m%d-%H%M%S"))
+        try:
+            os.makedirs(directory, exist_ok=False)
+        except OSError as exc:
+            self.status(f"cannot create {directory}: {exc.strerror}", error=True)
+            return
+        self.snapshots.expect_traces(self.next_request_id(), directory)
+
+    def next_request_id(self) -> int:
+        self._request_id += 1
+        return self._request_id
+
+    def send_capture(self, request_id: int, directory: str) -> bool:
+        return self.engine.send(CaptureTraces(request_id, os.path.abspath(directory)))
+
+    def action_restart_engine(self) -> None:
+        self.engine.retry()
+        self.status("retrying the engine")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.BINDINGS))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in self.BINDINGS:
+            if binding.action not in ("quit", "help"):
+                yield SystemCommand(binding.description, f"key {binding.key_display or binding.key}",
+                                    lambda action=binding.action: self.run_action(action))
+        yield SystemCommand("Help", "keys and what the clocks mean", self.action_help)

@@ -1,0 +1,36 @@
+"""Messages that carry background work (engine, NVML) to the app, posted from their threads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+from ..telemetry.snapshot import GpuSnapshot
+
+
+class EngineRecords(Message):
+    """A batch of records from the engine process."""
+
+    def __init__(self, records: list[Any]) -> None:
+        super().__init__()
+        self.records = records
+
+
+class EngineEvent(Message):
+    """The engine process started, died, or is being restarted."""
+
+    def __init__(self, event: Any) -> None:
+        super().__init__()
+        self.event = event
+
+
+class GpuUpdate(Message):
+    """A new NVML reading; only the latest one matters."""
+
+    def __init__(self, snapshot: GpuSnapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, GpuUpdate)

@@ -1,0 +1,43 @@
+"""The help screen: every key, and what the three clocks mean."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+CLOCKS = """
+## The three clocks
+
+- **kernel**: the sum of the GPU activities (kernels, memsets, copies) of one call, from
+  CUPTI through torch.profiler, captured in short bursts, never while timing.
+- **GPU/call**: device time per call without host launch overhead: a CUDA graph of
+  several calls replayed and timed with CUDA events (events around a loop where capture
+  is impossible).
+- **eager**: what an eager model sees: back-to-back calls timed on the host, divided by
+  the count. At small shapes this is mostly launch overhead.
+
+On the CPU, *kernel* is the sum of the leaf ATen ops of one call and GPU/call does not apply.
+
+**Dispatch** shows what SDPA picks with the flags as they are (`torch._fused_sdp_choice`)
+and the order it tries backends in. A backend that cannot run the workload says
+*not eligible* with torch's own reason.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__()
+        self.keys = bindings
+
+    def compose(self) -> ComposeResult:
+        rows = "\n".join(
+            f"| `{b.key_display or b.key}` | {b.description or b.action} |" for b in self.keys
+        )
+        text = "# sdpa-tui keys\n\n| key | action |\n|---|---|\n" + rows + "\n| `ctrl+p` | command palette |\n" + CLOCKS
+        with VerticalScroll(id="help-body"):
+            yield Markdown(text)

@@ -1,0 +1,120 @@
+"""One panel per backend: flag, status, the three clocks, history, and the kernel that ran."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from ...core import kernel_names
+from ...core.backends import Backend
+from ...core.session import BackendState, Session
+from ...exports.comparison import STATUS_TEXT, fmt_num, fmt_tflops
+
+KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}
+
+
+def fmt_time(us: float | None) -> str:
+    if us is None:
+        return "–"
+    if us >= 10_000:
+        return f"{us / 1000:,.1f} ms"
+    return f"{us:,.1f} µs"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "–"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def dims(value: tuple[int, int, int] | None) -> str:
+    return "×".join(str(v) for v in value) if value else "–"
+
+
+class BackendPanel(Vertical):
+    """Shows one :class:`BackendState`; ``show(session)`` redraws it from the session."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(id=f"panel-{backend.short}", classes="backend-panel")
+        self.backend = backend
+        self.border_title = f"{backend.label} ({KEYS[backend]})"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status", classes="panel-status")
+        yield Static(id="clocks", classes="panel-clocks")
+        yield Sparkline([], id="history", classes="panel-history")
+        yield Static(id="kernel", classes="panel-kernel")
+
+    def show(self, session: Session, is_pick: bool, is_cpu: bool) -> None:
+        state = session.backends[self.backend]
+        self.set_class(not state.enabled, "-off")
+        self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
+        self.set_class(is_pick, "-pick")
+        self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
+        self.query_one("#status", Static).update(self._status(state))
+        self.query_one("#clocks", Static).update(self._clocks(state, session, is_cpu))
+        spark = self.query_one("#history", Sparkline)
+        values = state.sparkline_values() if state.enabled else []
+        spark.data = values
+        spark.display = len(values) > 1
+        self.query_one("#kernel", Static).update(self._kernel(state))
+
+    # -- pieces ----------------------------------------------------------------------------
+    def _status(self, state: BackendState) -> Text:
+        label = STATUS_TEXT.get(state.status, state.status)
+        text = Text()
+        text.append("● on " if state.enabled else "○ off ", style="bold green" if state.enabled else "dim")
+        style = {"ok": "green", "waiting": "yellow"}.get(state.status, "bold red")
+        if state.status == "disabled":
+            text.append("flag off: not measured", style="dim")
+            return text
+        text.append(label, style=style)
+        if state.reason:
+            text.append(f": {state.reason}", style=style)
+        return text
+
+    def _clocks(self, state: BackendState, session: Session, is_cpu: bool) -> Table | Text:
+        if state.status != "ok":
+            return Text("")
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="bold")
+        table.add_column(justify="right")
+        table.add_column(justify="right", style="dim")
+        for name, window in (("kernel", state.kernel), ("GPU/call", state.gpu), ("eager", state.eager)):
+            if is_cpu and name == "GPU/call":
+                continue
+            s = window.summary()
+            table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
+        row = next(r for r in session.rows() if r.backend == self.backend)
+        extra = Text.assemble(
+            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), ("  ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
+            ("  peak ", "bold"), fmt_bytes(state.peak_bytes),
+        )
+        table.add_row("", extra, "")
+        return table
+
+    def _kernel(self, state: BackendState) -> Text:
+        main = state.main_kernel
+        if state.status != "ok" or main is None:
+            return Text("")
+        ident = kernel_names.identify(main.name)
+        text = Text()
+        text.append(ident.short, style="bold cyan")
+        if ident.family:
+            text.append(f"\n{ident.describe()}", style="cyan")
+        if main.grid:
+            text.append(
+                f"\ngrid {dims(main.grid)}  block {dims(main.block)}  smem {fmt_bytes(main.shared_memory)}"
+                f"  regs {main.registers if main.registers is not None else '–'}"
+                f"  occ {fmt_num(main.occupancy, 0, '%')}"
+            )
+        others = len(state.kernels) - 1
+        unit = "op" if main.category == "cpu_op" else "activity"
+        text.append(f"\n+{others} other {unit}{'s' if others != 1 else ''} per call", style="dim")
+        return text

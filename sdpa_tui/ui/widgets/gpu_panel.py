@@ -1,0 +1,49 @@
+"""The GPU panel: NVML telemetry; every field that cannot be read says n/a and why."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from ...telemetry.snapshot import GpuSnapshot
+
+
+class GpuPanel(Static):
+    def on_mount(self) -> None:
+        self.border_title = "GPU (NVML)"
+
+    def show(self, gpu: GpuSnapshot | None, cpu_mode: bool) -> None:
+        if gpu is None:
+            self.update(Text("reading NVML…", style="dim"))
+            return
+        if not gpu.available:
+            note = "\nmeasuring on the CPU" if cpu_mode else ""
+            self.update(Text(f"n/a: {gpu.reason}{note}", style="yellow"))
+            return
+        self.border_title = f"GPU {gpu.index} · {gpu.fmt('name')}"
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold")
+        grid.add_column()
+        used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+        memory = f"{used / 2**30:.1f} / {total / 2**30:.0f} GiB" if used is not None and total else self._na(gpu, "memory_used_bytes")
+        grid.add_row("util", f"{gpu.fmt('utilization_gpu_pct')} % (a kernel was running)")
+        grid.add_row("memory", memory)
+        grid.add_row("clocks", f"SM {gpu.fmt('sm_clock_mhz')} / {gpu.fmt('sm_clock_max_mhz')} MHz · mem {gpu.fmt('mem_clock_mhz')} MHz")
+        grid.add_row("power", f"{gpu.fmt('power_w', '.0f')} / {gpu.fmt('power_limit_w', '.0f')} W · {gpu.fmt('temperature_c')} °C")
+        reasons = ", ".join(gpu.clock_event_reasons) if gpu.clock_event_reasons else self._na(gpu, "clock_event_reasons")
+        grid.add_row("throttle", Text(reasons, style="bold red" if gpu.throttled else ""))
+        others = gpu.other_processes
+        if others:
+            names = ", ".join(f"{p.pid} {p.name}".strip() for p in others[:3])
+            grid.add_row("others", Text(f"{len(others)} other process(es): {names} — numbers disturbed", style="bold red"))
+        elif gpu.processes is None:
+            grid.add_row("others", self._na(gpu, "processes"))
+        else:
+            grid.add_row("others", "none")
+        self.update(grid)
+
+    @staticmethod
+    def _na(gpu: GpuSnapshot, field: str) -> str:
+        why = gpu.why(field)
+        return f"n/a ({why})" if why else "n/a"

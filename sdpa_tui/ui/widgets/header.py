@@ -1,0 +1,33 @@
+"""The header: what the engine runs on, and the workload."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ...core.records import Environment
+from ...core.workload import Workload
+from ...exports.tables import environment_line
+
+
+class EnvironmentHeader(Static):
+    def show(self, env: Environment | None, workload: Workload, engine_state: str, paused: bool) -> None:
+        text = Text()
+        text.append("sdpa-tui ", style="bold")
+        if env is None:
+            text.append(engine_state or "engine starting (importing torch)…", style="yellow")
+        else:
+            text.append(environment_line(env))
+            if env.is_cpu:
+                text.append("  CPU MODE", style="bold black on yellow")
+        text.append("\nworkload ", style="bold")
+        w = workload
+        text.append(
+            f"batch {w.batch} · heads {w.heads}/{w.kv_heads} kv · len {w.seq}/{w.kv_seq} kv · "
+            f"head dim {w.head_dim} · {w.dtype} · mask {w.mask} · {w.direction}"
+        )
+        if paused:
+            text.append("  PAUSED", style="bold black on yellow")
+        if env is not None and engine_state:
+            text.append(f"  {engine_state}", style="bold red")
+        self.update(text)
