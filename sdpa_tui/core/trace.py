@@ -106,15 +106,17 @@ def _contains(outer: Event, inner_ts: float, inner_end: float | None = None) -> 
     return outer["ts"] - _EPS_US <= inner_ts and end <= outer["ts"] + outer["dur"] + _EPS_US
 
 
-def _same_thread(a: Event, b: Event) -> bool:
-    return (a.get("pid"), a.get("tid")) == (b.get("pid"), b.get("tid"))
+def _same_process(a: Event, b: Event) -> bool:
+    return a.get("pid") == b.get("pid")
 
 
 def split_calls(trace: dict[str, Any], annotation: str = ANNOTATION) -> list[list[KernelInfo]]:
     """GPU activities grouped per annotated call, through the launch events' correlation ids.
 
-    Without any annotation the whole trace is one call. Activities whose launch lies in no
-    annotation are dropped.
+    A launch belongs to the call whose time range contains it, on any thread of the
+    process: the backward pass launches its kernels from autograd's own thread while the
+    calling thread waits inside the annotation. Without any annotation the whole trace is
+    one call. Activities whose launch lies in no annotation are dropped.
     """
     gpu = _gpu_events(trace)
     calls = _annotations(trace, annotation)
@@ -131,7 +133,7 @@ def split_calls(trace: dict[str, Any], annotation: str = ANNOTATION) -> list[lis
         if launch is None:
             continue
         for i, call in enumerate(calls):
-            if _same_thread(call, launch) and _contains(call, launch["ts"]):
+            if _same_process(call, launch) and _contains(call, launch["ts"]):
                 out[i].append(_kernel_info(e))
                 break
     return out

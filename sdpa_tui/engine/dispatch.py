@@ -28,12 +28,25 @@ def clean_message(text: str) -> str:
     return _TRIGGERED.sub("", str(text)).strip()
 
 
-def summarize(details: list[str]) -> str:
-    """The first specific reason: skip torch's 'X kernel not used because:' headers."""
-    for line in details:
-        if line and not _HEADER.search(line):
-            return line
-    return details[0] if details else ""
+_SECTION_OWNER = (("memory efficient", Backend.EFFICIENT), ("flash", Backend.FLASH), ("cudnn", Backend.CUDNN))
+
+
+def reasons_for(backend: Backend, messages: list[str]) -> list[str]:
+    """Torch's reasons that concern ``backend``.
+
+    Forcing one backend, torch still walks its priority list and warns for every backend:
+    "Flash attention kernel not used because:" then the reasons, one warning each; the
+    others say only "... has been runtime disabled". Keep the section of ``backend``.
+    """
+    owner: Backend | None = None
+    own: list[str] = []
+    for line in messages:
+        if _HEADER.search(line):
+            head = line.lower()
+            owner = next((b for prefix, b in _SECTION_OWNER if head.startswith(prefix)), None)
+        elif owner == backend and not line.startswith(_NO_KERNEL):
+            own.append(line)
+    return own
 
 
 def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility:
@@ -52,12 +65,13 @@ def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility
             return oom(exc)
         except RuntimeError as exc:
             message = clean_message(str(exc))
-            details = [clean_message(str(w.message)) for w in caught]
-            details = list(dict.fromkeys(d for d in details if d))  # de-duplicated, in order
+            warned = [m for m in (clean_message(str(w.message)) for w in caught) if m]
+            details = list(dict.fromkeys(reasons_for(backend, warned)))  # de-duplicated, in order
             if any(marker in message for marker in _NO_KERNEL):
                 if not details and device.type == "cpu":
                     details = [f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"]
-                return Eligibility("not_eligible", summarize(details) or message, tuple(details + [message]))
+                reason = details[0] if details else message.splitlines()[0]
+                return Eligibility("not_eligible", reason, tuple(details + [message]))
             return Eligibility("error", message.splitlines()[0], tuple(details + [message]))
 
 

@@ -153,8 +153,9 @@ class SdpaApp(App):
         cpu = bool(env and env.is_cpu)
         self.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
         pick = self.session.dispatch.choice if self.session.dispatch else None
+        rows = {row.backend: row for row in self.session.rows()}
         for panel in self.query(BackendPanel):
-            panel.show(self.session, panel.backend == pick, cpu)
+            panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu)
         self.query_one(DispatchPanel).show(self.session)
         self.query_one(GpuPanel).show(self.gpu, cpu)
 

@@ -10,7 +10,7 @@ from textual.widgets import Sparkline, Static
 
 from ...core import kernel_names
 from ...core.backends import Backend
-from ...core.session import BackendState, Session
+from ...core.session import BackendRow, BackendState, Session
 from ...exports.comparison import STATUS_TEXT, fmt_num, fmt_tflops
 
 KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}
@@ -51,14 +51,14 @@ class BackendPanel(Vertical):
         yield Sparkline([], id="history", classes="panel-history")
         yield Static(id="kernel", classes="panel-kernel")
 
-    def show(self, session: Session, is_pick: bool, is_cpu: bool) -> None:
+    def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool) -> None:
         state = session.backends[self.backend]
         self.set_class(not state.enabled, "-off")
         self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
         self.query_one("#status", Static).update(self._status(state))
-        self.query_one("#clocks", Static).update(self._clocks(state, session, is_cpu))
+        self.query_one("#clocks", Static).update(self._clocks(state, row, is_cpu))
         spark = self.query_one("#history", Sparkline)
         values = state.sparkline_values() if state.enabled else []
         spark.data = values
@@ -79,7 +79,7 @@ class BackendPanel(Vertical):
             text.append(f": {state.reason}", style=style)
         return text
 
-    def _clocks(self, state: BackendState, session: Session, is_cpu: bool) -> Table | Text:
+    def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool) -> Table | Text:
         if state.status != "ok":
             return Text("")
         table = Table.grid(padding=(0, 1))
@@ -91,7 +91,6 @@ class BackendPanel(Vertical):
                 continue
             s = window.summary()
             table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
-        row = next(r for r in session.rows() if r.backend == self.backend)
         extra = Text.assemble(
             ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), ("  ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
             ("  peak ", "bold"), fmt_bytes(state.peak_bytes),

@@ -27,10 +27,13 @@ class GpuPanel(Static):
         grid.add_column()
         used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
         memory = f"{used / 2**30:.1f} / {total / 2**30:.0f} GiB" if used is not None and total else self._na(gpu, "memory_used_bytes")
-        grid.add_row("util", f"{gpu.fmt('utilization_gpu_pct')} % (a kernel was running)")
+        def val(field: str, spec: str = "") -> str:
+            return gpu.fmt(field, spec, na=self._na(gpu, field))
+
+        grid.add_row("util", f"{val('utilization_gpu_pct')} % (a kernel was running)")
         grid.add_row("memory", memory)
-        grid.add_row("clocks", f"SM {gpu.fmt('sm_clock_mhz')} / {gpu.fmt('sm_clock_max_mhz')} MHz · mem {gpu.fmt('mem_clock_mhz')} MHz")
-        grid.add_row("power", f"{gpu.fmt('power_w', '.0f')} / {gpu.fmt('power_limit_w', '.0f')} W · {gpu.fmt('temperature_c')} °C")
+        grid.add_row("clocks", f"SM {val('sm_clock_mhz')} / {val('sm_clock_max_mhz')} MHz · mem {val('mem_clock_mhz')} MHz")
+        grid.add_row("power", f"{val('power_w', '.0f')} / {val('power_limit_w', '.0f')} W · {val('temperature_c')} °C")
         reasons = ", ".join(gpu.clock_event_reasons) if gpu.clock_event_reasons else self._na(gpu, "clock_event_reasons")
         grid.add_row("throttle", Text(reasons, style="bold red" if gpu.throttled else ""))
         others = gpu.other_processes

@@ -1,0 +1,104 @@
+"""Time to first frame, time to first sample, and the UI process's CPU use while live.
+
+Runs the real ``sdpa-tui`` in a real terminal (tmux), as a user would, and reads the UI
+process's CPU time from /proc (the engine is a separate process and is not counted).
+
+    python3 benchmarks/ui_live.py --device cuda --seconds 30
+    python3 benchmarks/ui_live.py --device cpu --seconds 30
+
+Prints a table and writes JSON under benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SESSION = "sdpa-tui-bench"
+FIRST_FRAME = re.compile(r"sdpa-tui")
+FIRST_SAMPLE = re.compile(r"eager\s+[\d.,]+ (µs|ms)")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def screen() -> str:
+    return tmux("capture-pane", "-p", "-t", SESSION)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime of this process only
+
+
+def wait_for(pattern: re.Pattern, start: float, timeout: float) -> float | None:
+    while time.monotonic() - start < timeout:
+        if pattern.search(screen()):
+            return time.monotonic() - start
+        time.sleep(0.02)
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long to measure CPU use while live")
+    parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} -m sdpa_tui")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    start = time.monotonic()
+    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"exec {args.command} --device {args.device}")
+    pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
+    first_frame = wait_for(FIRST_FRAME, start, 30)
+    first_sample = wait_for(FIRST_SAMPLE, start, 120)
+    time.sleep(2.0)  # let start-up work settle before measuring steady state
+    cpu0, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(args.seconds)
+    cpu1, t1 = cpu_seconds(pid), time.monotonic()
+    final_screen = screen()
+    tmux("send-keys", "-t", SESSION, "q")
+    exited = False
+    for _ in range(100):
+        if not Path(f"/proc/{pid}").exists():
+            exited = True
+            break
+        time.sleep(0.1)
+    leftover = subprocess.run(["pgrep", "-f", "sdpa-tui-engine|sdpa_tui.engine"], capture_output=True, text=True).stdout.split()
+    result = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "device": args.device,
+        "first_frame_s": first_frame,
+        "first_sample_s": first_sample,
+        "ui_cpu_percent_of_one_core": 100.0 * (cpu1 - cpu0) / (t1 - t0),
+        "measured_s": t1 - t0,
+        "exited_on_q": exited,
+        "engine_processes_left": len(leftover),
+        "screen": final_screen,
+    }
+    print(f"{'device':<10}{'first frame':>14}{'first sample':>14}{'UI CPU %':>10}{'exit on q':>11}")
+    fmt = lambda v: "timeout" if v is None else f"{v:.2f} s"  # noqa: E731
+    print(f"{args.device:<10}{fmt(first_frame):>14}{fmt(first_sample):>14}"
+          f"{result['ui_cpu_percent_of_one_core']:>9.1f}%{str(exited):>11}")
+    out = Path(args.json or f"benchmarks/results/ui-live-{args.device.replace(':', '')}-{dt.date.today()}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything that must be seen on a GPU, in one call on the GPU machine:
+#   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui]   (default: all)
+# Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT/r"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
+  export PYTHONPATH=$PWD/.site:$PWD
+fi
+steps=${*:-report tests fixtures fidelity ui}
+log() { echo "=== $*"; }
+{
+  log "machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'
+  for step in $steps; do
+    case $step in
+    report)
+      log "report [2,8,512,64] fp16"
+      python3 -m sdpa_tui report --json "$OUT/r/report-small.json" --markdown "$OUT/r/report-small.md"
+      log "report [1,16,8192,128] bf16 causal"
+      python3 -m sdpa_tui report --batch 1 --heads 16 --seq 8192 --head-dim 128 --dtype bf16 --causal \
+        --json "$OUT/r/report-8k.json" --markdown "$OUT/r/report-8k.md"
+      log "report fp32"
+      python3 -m sdpa_tui report --dtype fp32 --json "$OUT/r/report-fp32.json"
+      log "report head dim 512"
+      python3 -m sdpa_tui report --head-dim 512 --json "$OUT/r/report-hd512.json"
+      log "report fwd+bwd"
+      python3 -m sdpa_tui report --direction fwd+bwd --json "$OUT/r/report-bwd.json"
+      log "bad workload exit code"; python3 -m sdpa_tui report --heads 8 --kv-heads 3; echo "exit=$?"
+      ;;
+    tests)
+      log "pytest (cuda-marked and engine tests)"
+      python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -30
+      ;;
+    fixtures)
+      log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
+      ;;
+    fidelity)
+      log "fidelity"; python3 benchmarks/fidelity.py --json "$OUT/r/fidelity.json"
+      ;;
+    ui)
+      log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots"
+      log "ui live benchmark"; python3 benchmarks/ui_live.py --device cuda --seconds 20 --json "$OUT/r/ui-live-cuda.json"
+      log "tmux: a user's session"
+      tmux new-session -d -s user -x 140 -y 45 "python3 -m sdpa_tui --export-dir $OUT/r/exports"
+      sleep 12; tmux capture-pane -p -t user > "$OUT/r/tmux-live.txt"
+      tmux send-keys -t user f; sleep 4; tmux capture-pane -p -t user > "$OUT/r/tmux-flash-off.txt"
+      tmux send-keys -t user s; sleep 6; tmux capture-pane -p -t user > "$OUT/r/tmux-snapshot.txt"
+      tmux send-keys -t user q; sleep 3
+      log "after q"; tmux has-session -t user 2>/dev/null && echo "tmux session still alive" || echo "app exited"
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      ;;
+    esac
+  done
+} 2>&1 | tee "$OUT/log.txt"
+tar -czf "$OUT/results.tgz" -C "$OUT" r && rm -rf "$OUT/r"

@@ -1,0 +1,150 @@
+"""The command line: bad input is refused with exit code 2 and one plain line, before torch is imported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui import cli
+from sdpa_tui.core.backends import ALL_BACKENDS, Backend
+from sdpa_tui.core.workload import LIMITS, Workload
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def refuse(argv, capsys) -> str:
+    """Parse ``argv``, expect exit code 2, return what went to stderr."""
+    with pytest.raises(SystemExit) as info:
+        cli.parse(argv)
+    assert info.value.code == cli.EXIT_USAGE == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+BAD_WORKLOADS = [
+    (["--batch", "0"], "batch"),
+    (["--batch", "-4"], "batch"),
+    (["--heads", "0"], "heads"),
+    (["--seq", "0"], "seq"),
+    (["--seq", str(LIMITS["seq"] + 1)], "seq"),
+    (["--kv-seq", "-1"], "kv_seq"),
+    (["--head-dim", str(LIMITS["head_dim"] * 4)], "head_dim"),
+    (["--batch", "100000"], "batch"),
+    (["--heads", "8", "--kv-heads", "3"], "kv_heads"),
+    (["--heads", "4", "--kv-heads", "8"], "kv_heads"),
+    (["--batch", "64", "--heads", "64", "--seq", "65536", "--head-dim", "128"], "GiB"),
+    (["--causal", "--mask", "padding"], "--causal"),
+]
+
+
+@pytest.mark.parametrize("prefix", [[], ["report"]], ids=["monitor", "report"])
+@pytest.mark.parametrize("argv, names", BAD_WORKLOADS, ids=[" ".join(a) for a, _ in BAD_WORKLOADS])
+def test_bad_workloads_exit_2_with_one_line(prefix, argv, names, capsys):
+    err = refuse([*prefix, *argv], capsys)
+    assert err.endswith("\n") and err.count("\n") == 1, err  # one line, no usage dump, no traceback
+    assert err.startswith("sdpa-tui: error: "), err
+    assert names in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["--backends", "foo"], "foo"),
+        (["--backends", "flash,foo"], "foo"),
+        (["--backends", ","], "backend"),
+        (["--device", "gpu"], "gpu"),
+        (["--device", "cuda:x"], "cuda:x"),
+        (["report", "--device", "gpu"], "gpu"),
+        (["report", "--backends", "foo"], "foo"),
+        (["report", "--duration", "0"], "--duration"),
+        (["report", "--duration", "-1"], "--duration"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(argv, names, capsys):
+    err = refuse(argv, capsys)
+    assert err.count("\n") == 1 and err.startswith("sdpa-tui: error: "), err
+    assert names in err, err
+
+
+@pytest.mark.parametrize(
+    "argv", [["--batch", "1.5"], ["--seq", "many"], ["--dtype", "fp64"], ["report", "--mask", "diagonal"]]
+)
+def test_malformed_values_exit_2(argv, capsys):
+    err = refuse(argv, capsys)
+    assert "error:" in err.strip().splitlines()[-1]
+
+
+def test_defaults():
+    args, workload, backends = cli.parse([])
+    assert workload == Workload()
+    assert backends == ALL_BACKENDS
+    assert args.command is None and args.device == "cuda"
+
+
+def test_report_options_build_the_workload():
+    args, workload, backends = cli.parse(
+        ["report", "--batch", "1", "--heads", "16", "--kv-heads", "4", "--seq", "2048", "--kv-seq", "1024",
+         "--head-dim", "128", "--dtype", "bf16", "--causal", "--direction", "fwd+bwd", "--device", "cpu",
+         "--backends", "math, FLASH", "--duration", "0.5"]
+    )
+    assert args.command == "report" and args.device == "cpu" and args.duration == 0.5
+    assert workload == Workload(batch=1, heads=16, kv_heads=4, seq=2048, kv_seq=1024, head_dim=128,
+                                dtype="bf16", mask="causal", direction="fwd+bwd")
+    assert backends == (Backend.FLASH, Backend.MATH)  # display order, whatever the order typed
+
+
+def test_kv_defaults_follow_heads_and_seq():
+    _, workload, _ = cli.parse(["--heads", "4", "--seq", "128"])
+    assert (workload.kv_heads, workload.kv_seq) == (4, 128)
+
+
+@pytest.mark.parametrize("argv", [["--seq", "128", "report"], ["report", "--seq", "128"]])
+def test_options_before_or_after_report_both_count(argv):
+    """An option given before the subcommand must not be replaced by the subcommand's default."""
+    _, workload, _ = cli.parse(argv)
+    assert workload.seq == 128
+
+
+def test_options_before_report_keep_every_field():
+    args, workload, backends = cli.parse(
+        ["--batch", "3", "--causal", "--dtype", "fp32", "--device", "cpu", "--backends", "math", "report"]
+    )
+    assert (workload.batch, workload.mask, workload.dtype) == (3, "causal", "fp32")
+    assert args.device == "cpu" and backends == (Backend.MATH,)
+
+
+def test_report_with_a_bad_workload_exits_2_without_importing_torch(tmp_path):
+    """The real command: refused at once, no engine started, torch never imported (in any process).
+
+    A stand-in ``torch`` package first on the path records any import of torch, by this process
+    or a child it spawns (children inherit PYTHONPATH).
+    """
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    marker = tmp_path / "torch-was-imported"
+    (fake / "torch" / "__init__.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            with open({str(marker)!r}, "a") as f:
+                f.write(str(os.getpid()) + "\\n")
+            raise ImportError("sdpa-tui test: torch must not be imported here")
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(REPO)])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "report", "--seq", "0"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("sdpa-tui: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "seq" in proc.stderr
+    assert not marker.exists(), "torch was imported"

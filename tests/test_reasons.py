@@ -1,0 +1,45 @@
+"""Torch's why-not reasons, from real probes on an H200 (torch 2.11): each backend keeps its own."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui.core.backends import Backend
+
+torch = pytest.importorskip("torch")
+from sdpa_tui.engine.dispatch import reasons_for  # noqa: E402
+
+REPORTS = Path(__file__).parent / "fixtures" / "reports" / "h200-torch2.11"
+
+
+def details(report: str, backend: Backend) -> list[str]:
+    data = json.loads((REPORTS / report).read_text())
+    return next(b["details"] for b in data["backends"] if b["backend"] == backend.value)
+
+
+def test_fp32_reasons_name_the_dtype_not_the_other_backends():
+    # These probes were taken before reasons_for existed: details hold every section.
+    for backend in (Backend.CUDNN, Backend.FLASH):
+        reasons = reasons_for(backend, details("report-fp32.json", backend))
+        assert reasons and "dtype" in reasons[0]
+        assert not any("runtime disabled" in r or r.startswith("No available kernel") for r in reasons)
+
+
+def test_head_dim_512_reasons_are_backend_specific():
+    cudnn = reasons_for(Backend.CUDNN, details("report-hd512.json", Backend.CUDNN))
+    flash = reasons_for(Backend.FLASH, details("report-hd512.json", Backend.FLASH))
+    assert cudnn == ["head_dim should be no more than 256"]
+    assert flash[0].startswith("Flash attention requires q,k,v to have the same last dimension")
+
+
+def test_other_backends_sections_are_ignored():
+    messages = [
+        "Memory efficient kernel not used because:",
+        "Memory Efficient attention has been runtime disabled.",
+        "Flash attention kernel not used because:",
+        "some flash reason",
+    ]
+    assert reasons_for(Backend.EFFICIENT, messages) == ["Memory Efficient attention has been runtime disabled."]
+    assert reasons_for(Backend.FLASH, messages) == ["some flash reason"]
+    assert reasons_for(Backend.CUDNN, messages) == []

@@ -1,0 +1,416 @@
+"""The live monitor driven with the Pilot: a fake engine feeds records from real H200 traces.
+
+Every test reads what is on screen (``screen_text`` / ``widget_text``), presses keys as a user
+would, and checks what the app sent to the engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Button, Input
+
+from sdpa_tui.core import kernel_names
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Ready, Sample
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.engine.supervisor import EngineDied, EngineStarting
+from sdpa_tui.ui.screens.help import HelpScreen
+from sdpa_tui.ui.screens.workload_form import WorkloadForm
+from sdpa_tui.ui.widgets.backend_panel import BackendPanel
+
+from ui_fakes import (
+    ENGINE_PID,
+    H200,
+    TRACE_FIXTURES,
+    h200_power_not_supported,
+    h200_processes_not_supported,
+    h200_shared,
+    h200_throttled,
+    make_test_app,
+    screen_text,
+    settle,
+    trace_calls,
+    widget_text,
+)
+
+SIZE = (120, 40)
+CUDNN_SHORT = kernel_names.identify(kernel_names.main_kernel(trace_calls(Backend.CUDNN)[0]).name).short
+
+
+def status_line(app) -> str:
+    return widget_text(app, "#status-line")
+
+
+async def live(pilot, engine) -> None:
+    """Feed a full set of records for the current configuration and wait until it is drawn."""
+    app = pilot.app
+    engine.feed_live(app)
+    await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
+
+
+# ------------------------------------------------------------------ first frame and live data
+async def test_first_frame_says_engine_starting_before_any_record() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert engine.started
+        assert "engine starting" in widget_text(app, "#header")
+        assert "engine starting" in status_line(app)
+        assert len(engine.configs) == 1 and engine.config.workload == Workload()
+        assert "asking torch" in widget_text(app, "#dispatch")
+
+
+async def test_fed_records_show_kernels_clocks_and_dispatch() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        header = widget_text(app, "#header")
+        assert "NVIDIA H200 (sm 9.0, 132 SMs" in header
+        assert "torch 2.11.0+cu130, CUDA 13.0, cuDNN 9.19.0" in header
+        assert "engine ready on NVIDIA H200" in status_line(app)
+
+        cudnn = widget_text(app, "#panel-cudnn")
+        assert CUDNN_SHORT.startswith("cudnn_sdpa_sm90_flash_fprop")
+        assert CUDNN_SHORT[:40] in cudnn  # the name is long and may wrap at this width
+        assert str(app.query_one("#panel-cudnn #kernel").content).startswith(CUDNN_SHORT)
+        assert "9.7 µs" in cudnn and "52.0 µs" in cudnn  # GPU/call and eager medians
+        assert "SDPA's pick" in cudnn
+        assert app.query_one("#panel-cudnn").has_class("-pick")
+        assert "flash_fwd_splitkv_kernel" in widget_text(app, "#panel-flash")
+        assert "fmha_cutlassF_f16_aligned_64x64_rf_sm80" in widget_text(app, "#panel-efficient")
+
+        dispatch = widget_text(app, "#dispatch")
+        assert "SDPA picks cuDNN" in dispatch
+        assert "cuDNN > Flash > Mem-efficient > Math" in dispatch
+        assert "util" in widget_text(app, "#gpu") and "NVIDIA H200" in widget_text(app, "#gpu")
+
+
+async def test_stale_records_of_an_old_configuration_are_ignored() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        old = engine.config.config_id
+        await pilot.press("k")  # causal: a new configuration, measurements reset
+        await settle(pilot)
+        assert engine.config.config_id == old + 1
+        kept = len(app.session.backends[Backend.CUDNN].history)  # earlier workloads' history stays
+        engine.feed(app, [
+            Sample(old, Backend.CUDNN, gpu_us=999.0, eager_us=999.0),
+            BackendStatus(old, Backend.FLASH, "error", "stale error"),
+            Dispatch(old, Backend.MATH, priority_order=H200.priority_order),
+        ])
+        await settle(pilot)
+        assert len(app.session.backends[Backend.CUDNN].history) == kept
+        assert app.session.backends[Backend.CUDNN].gpu.summary() is None
+        assert app.session.backends[Backend.FLASH].status == "waiting"
+        assert app.session.dispatch is None
+        text = screen_text(app)
+        assert "999" not in text and "stale error" not in text and "SDPA picks Math" not in text
+        assert "asking torch" in widget_text(app, "#dispatch")
+
+
+# ------------------------------------------------------------------ keys
+async def test_f_turns_flash_off_and_sends_a_configuration_without_it() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        before = len(engine.configs)
+        await pilot.press("f")
+        flash = app.query_one("#panel-flash", BackendPanel)
+        await settle(pilot, until=lambda: flash.has_class("-off"))
+        assert len(engine.configs) == before + 1
+        assert Backend.FLASH not in engine.config.enabled
+        assert set(engine.config.enabled) == {Backend.CUDNN, Backend.EFFICIENT, Backend.MATH}
+        assert flash.has_class("-off")
+        assert "flag off" in widget_text(app, "#panel-flash")
+        assert "flash=off" in widget_text(app, "#dispatch")
+        assert "Flash flag off" in status_line(app)
+        await pilot.press("f")
+        await settle(pilot, until=lambda: not flash.has_class("-off"))
+        assert Backend.FLASH in engine.config.enabled
+
+
+async def test_space_pauses_and_the_header_says_so() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("space")
+        await settle(pilot, until=lambda: "PAUSED" in widget_text(app, "#header"))
+        assert engine.paused == [True]
+        assert "PAUSED" in widget_text(app, "#header")
+        assert "paused" in status_line(app)
+        await pilot.press("space")
+        await settle(pilot, until=lambda: "PAUSED" not in widget_text(app, "#header"))
+        assert engine.paused == [True, False]
+
+
+async def test_plus_and_minus_double_and_halve_the_sequence_length() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("plus")
+        await settle(pilot)
+        assert (engine.config.workload.seq, engine.config.workload.kv_seq) == (1024, 1024)
+        assert "len 1024/1024 kv" in widget_text(app, "#header")
+        await pilot.press("minus")
+        await pilot.press("minus")
+        await settle(pilot)
+        assert (engine.config.workload.seq, engine.config.workload.kv_seq) == (256, 256)
+        assert [c.workload.seq for c in engine.configs] == [512, 1024, 512, 256]
+        assert len({c.config_id for c in engine.configs}) == len(engine.configs)
+
+
+async def test_d_k_b_cycle_dtype_toggle_causal_and_direction() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("d")
+        await settle(pilot)
+        assert engine.config.workload.dtype == "bf16"
+        await pilot.press("d", "d")
+        await settle(pilot)
+        assert [c.workload.dtype for c in engine.configs[1:]] == ["bf16", "fp32", "fp16"]
+
+        await pilot.press("k")
+        await settle(pilot)
+        assert engine.config.workload.mask == "causal"
+        assert "mask causal" in widget_text(app, "#header")
+        await pilot.press("k")
+        await settle(pilot)
+        assert engine.config.workload.mask == "none"
+
+        await pilot.press("b")
+        await settle(pilot)
+        assert engine.config.workload.direction == "fwd+bwd"
+        assert "fwd+bwd" in widget_text(app, "#header")
+        await pilot.press("b")
+        await settle(pilot)
+        assert engine.config.workload.direction == "fwd"
+
+
+async def test_workload_form_rejects_bad_input_escape_keeps_and_valid_edit_applies() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        configs = len(engine.configs)
+
+        await pilot.press("w")
+        await pilot.pause()
+        form = app.screen
+        assert isinstance(form, WorkloadForm)
+        form.query_one("#kv_heads", Input).focus()
+        await pilot.press("end", "backspace", "3")
+        await pilot.pause()
+        assert form.query_one("#kv_heads", Input).value == "3"
+        error = widget_text(app, "#form-error")
+        assert "kv_heads (3) must divide heads (8)" in error
+        assert form.query_one("#apply", Button).disabled
+        await pilot.press("enter")  # refused while invalid
+        await pilot.pause()
+        assert app.screen is form
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, WorkloadForm)
+        assert len(engine.configs) == configs
+        assert app.session.workload == Workload()
+        assert app.session.backends[Backend.CUDNN].history  # nothing was reset
+
+        await pilot.press("w")
+        await pilot.pause()
+        form = app.screen
+        form.query_one("#kv_heads", Input).focus()
+        await pilot.press("end", "backspace", "2")
+        form.query_one("#head_dim", Input).focus()
+        await pilot.press("end", "backspace", "backspace", "1", "2", "8")
+        await pilot.pause()
+        assert "✓" in widget_text(app, "#form-error")
+        assert not form.query_one("#apply", Button).disabled
+        await pilot.click("#apply")
+        await settle(pilot)
+        assert not isinstance(app.screen, WorkloadForm)
+        assert len(engine.configs) == configs + 1
+        assert engine.config.workload == Workload(kv_heads=2, head_dim=128)
+        assert "heads 8/2 kv" in widget_text(app, "#header")
+        assert "head dim 128" in widget_text(app, "#header")
+
+
+async def test_help_lists_the_keys() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        for words in ("sdpa-tui keys", "Flash", "MemEff", "cuDNN", "Math", "Pause", "Workload", "Seq×2", "Seq÷2",
+                      "Dtype", "Causal", "Fwd/Bwd"):
+            assert words in text, words
+        await pilot.press("end")  # the rest of the table, and what the clocks mean, below
+        await settle(pilot)
+        text = screen_text(app)
+        for words in ("Snapshot", "Trace", "Restart", "Help", "Quit", "command palette", "three clocks"):
+            assert words in text, words
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+# ------------------------------------------------------------------ snapshots
+async def test_s_writes_a_snapshot_with_report_and_the_engines_trace(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    app, engine, _ = make_test_app(export_dir=exports)
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("s")
+        await settle(pilot, until=lambda: "snapshot saved" in status_line(app))
+        assert "snapshot saved to" in status_line(app)
+        assert len(engine.captures) == 1
+        assert Path(engine.captures[0].directory).is_absolute()
+
+    [snapshot] = [p for p in exports.iterdir()]
+    assert snapshot.name.startswith("snapshot-")
+    names = {p.name for p in snapshot.iterdir()}
+    assert {"snapshot.json", "report.md", "history.csv", "screen.svg", "trace-CUDNN_ATTENTION.json"} <= names
+    report = (snapshot / "report.md").read_text()
+    for backend in Backend:
+        assert backend.value in report
+    assert CUDNN_SHORT in report
+    trace = snapshot / "trace-CUDNN_ATTENTION.json"
+    assert trace.read_bytes() == TRACE_FIXTURES[Backend.CUDNN].read_bytes()
+
+
+async def test_s_into_a_directory_that_cannot_be_created_says_snapshot_failed(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    app, engine, _ = make_test_app(export_dir=blocker / "exports")
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("s")
+        await settle(pilot)
+        assert "snapshot failed" in status_line(app)
+        assert app.query_one("#status-line").has_class("-error")
+        assert engine.captures == []
+        assert app.is_running
+        await pilot.press("k")  # still responsive
+        await settle(pilot)
+        assert engine.config.workload.mask == "causal"
+    assert blocker.read_text() == "not a directory\n"
+
+
+# ------------------------------------------------------------------ faults
+async def test_engine_died_is_said_and_the_history_is_kept() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        history = len(app.session.backends[Backend.CUDNN].history)
+        assert history > 0
+        engine.event(app, EngineDied(exit_code=-6, message="CUDA error: an illegal memory access", retry_in_s=2.0))
+        await settle(pilot, until=lambda: "engine died" in status_line(app))
+        assert "engine died" in status_line(app)
+        assert "history kept" in status_line(app)
+        # The header's second line is full at 120 columns: only its start is on screen.
+        assert "engine died; restarting in 2" in widget_text(app, "#header")
+        assert app.engine_state == "engine died; restarting in 2 s"
+        assert len(app.session.backends[Backend.CUDNN].history) == history
+        assert "9.7 µs" in widget_text(app, "#panel-cudnn")
+        engine.event(app, EngineStarting(attempt=2))
+        await settle(pilot, until=lambda: "restarting the engine" in widget_text(app, "#header"))
+        assert app.engine_state == "restarting the engine (attempt 2)"
+        engine.feed(app, [Ready(H200)])  # the new engine is up: the note goes
+        await settle(pilot, until=lambda: "restarting" not in widget_text(app, "#header"))
+        assert "engine ready" in status_line(app)
+        assert "9.7 µs" in widget_text(app, "#panel-cudnn")
+
+
+async def test_engine_error_record_reaches_the_status_line() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        engine.feed(app, [EngineError("MATH: CUDA out of memory (tried to allocate 9.7 GiB)")])
+        await settle(pilot, until=lambda: "out of memory" in status_line(app))
+        assert app.query_one("#status-line").has_class("-error")
+
+
+async def test_no_available_kernel_is_shown_with_each_backends_reason() -> None:
+    fp32 = Workload(dtype="fp32")
+    enabled = (Backend.CUDNN, Backend.FLASH)
+    app, engine, _ = make_test_app(workload=fp32, enabled=enabled)
+    why = ("Expected query, key and value to all be of dtype: {Half, BFloat16}. "
+           "Got Query dtype: float, Key dtype: float, and Value dtype: float instead.")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        cid = engine.config.config_id
+        assert engine.config.enabled == enabled
+        engine.feed(app, [
+            Ready(H200),
+            BackendStatus(cid, Backend.CUDNN, "not_eligible", why),
+            BackendStatus(cid, Backend.FLASH, "not_eligible", why),
+            Dispatch(cid, None, priority_order=H200.priority_order, reason="No available kernel. Aborting execution."),
+        ])
+        await settle(pilot, until=lambda: "No available kernel" in widget_text(app, "#dispatch"))
+        dispatch = widget_text(app, "#dispatch")
+        assert "No available kernel" in dispatch
+        assert "cuDNN: Expected query, key and value" in dispatch
+        assert "Flash: Expected query, key and value" in dispatch
+        assert "Math: flag off" in dispatch
+        assert app.query_one("#panel-cudnn").has_class("-problem")
+        assert "not eligible" in widget_text(app, "#panel-flash")
+
+
+# ------------------------------------------------------------------ GPU panel
+async def test_gpu_panel_says_why_a_field_is_na() -> None:
+    app, engine, source = make_test_app(gpu=h200_processes_not_supported())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, until=lambda: "Not Supported" in widget_text(app, "#gpu"))
+        assert "n/a (Not Supported)" in widget_text(app, "#gpu")
+        source.push(h200_power_not_supported())
+        await settle(pilot, until=lambda: "power" in widget_text(app, "#gpu") and "others   none" in widget_text(app, "#gpu"))
+        power = next(line for line in widget_text(app, "#gpu").splitlines() if "power" in line)
+        assert "n/a (Not Supported)" in power
+
+
+async def test_gpu_panel_shows_throttling_and_other_processes() -> None:
+    app, engine, source = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, until=lambda: "others   none" in widget_text(app, "#gpu"))
+        assert str(ENGINE_PID) not in widget_text(app, "#gpu")  # our own engine is no "other"
+        source.push(h200_throttled())
+        await settle(pilot, until=lambda: "SW power cap" in widget_text(app, "#gpu"))
+        assert app.session.gpu_flags == "throttled"
+        source.push(h200_shared())
+        await settle(pilot, until=lambda: "other process" in widget_text(app, "#gpu"))
+        gpu = widget_text(app, "#gpu")
+        assert "1 other process" in gpu and "31337 train.py" in gpu
+        assert app.session.gpu_flags == "shared"
+        engine.feed_live(app, count=1)
+        await settle(pilot)
+        assert app.session.backends[Backend.CUDNN].history[-1].flags == "shared"
+
+
+# ------------------------------------------------------------------ terminal and exit
+async def test_resizing_very_small_and_back_does_not_crash() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.resize_terminal(40, 12)
+        await settle(pilot)
+        assert app.size == (40, 12)
+        assert screen_text(app).strip()
+        await pilot.press("k")  # keys still work at that size
+        await settle(pilot)
+        assert engine.config.workload.mask == "causal"
+        await pilot.resize_terminal(200, 60)
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
+        assert app.size == (200, 60)
+        assert CUDNN_SHORT in widget_text(app, "#panel-cudnn")
+        assert app.is_running
+
+
+async def test_q_quits_and_stops_the_engine_and_the_gpu_source() -> None:
+    app, engine, source = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert engine.stopped
+    assert source.stopped
