@@ -332,7 +332,8 @@ async def settle(pilot: Pilot, until: Callable[[], bool] | None = None, timeout:
         await pilot.pause(0.05)
         waited += 0.05
         if until is None:
-            if waited >= 0.3:  # at least one tick of the 0.25 s redraw timer
+            # at least one tick of the 0.25 s redraw timer, and nothing left to draw
+            if waited >= 0.3 and not getattr(pilot.app, "_dirty", False):
                 return
         elif until():
             return

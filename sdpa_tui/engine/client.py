@@ -64,7 +64,7 @@ class EngineClient:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Ask the engine to exit, then make sure it has (terminate, then kill)."""
-        if self._process is None:
+        if self._process is None or self._process.pid is None:  # never started
             return
         self.send(Shutdown())
         self._process.join(timeout)

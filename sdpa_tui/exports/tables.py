@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -77,30 +80,54 @@ def row_cells(row: BackendRow, notes: list[str]) -> list[str]:
     ]
 
 
-def rich_report(session: Session, width: int = 160) -> Group:
-    """The table for a terminal of ``width`` columns: short cells, reasons and verdicts below it.
+KERNEL_COLUMN_MAX = 48
+KERNEL_COLUMN_MIN = 20
+"""The main kernel column gets what the numbers leave, up to the max; below the min it moves under the table."""
 
-    Below 120 columns the main kernels move under the table, so the numbers stay on one line.
-    """
-    wide = width >= 120
-    notes = verdicts(session)
+
+def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kernel_width: int | None) -> Table:
+    """The table, with a main kernel column of at most ``kernel_width`` characters (None: no such column)."""
+    wide = kernel_width is not None
     table = Table(
         title=f"SDPA backends · {session.workload.describe()} · medians, µs",
-        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+        title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True,
     )
     headers = TERMINAL_COLUMNS if wide else tuple(c for c in TERMINAL_COLUMNS if c != "main kernel")
     for name in headers:
         if name == "main kernel":
-            table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=48)
+            table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=kernel_width)
         else:
             table.add_column(name, justify="left" if name in ("backend", "status") else "right", no_wrap=True)
-    rows = session.rows()
     for row in rows:
         cells = dict(zip(COLUMNS, row_cells(row, notes[row.backend])))
         cells["backend"] = row.backend.label if wide else row.backend.short
         cells["status"] = SHORT_STATUS.get(row.status, row.status)
         values = [cells[TERMINAL_SOURCE.get(h, h)] for h in headers]
         table.add_row(*values, style=None if row.status == "ok" else "dim")
+    return table
+
+
+def _table_width(table: Table, width: int) -> int:
+    console = Console(width=max(width, 1000), file=io.StringIO())  # measure unconstrained
+    return Measurement.get(console, console.options, table).maximum
+
+
+def rich_report(session: Session, width: int = 160) -> Group:
+    """The table for a terminal of ``width`` columns: short cells, reasons and verdicts below it.
+
+    Numbers are never shortened: the main kernel column shrinks to what they leave, and when
+    that is too little to read, the main kernels move under the table.
+    """
+    notes = verdicts(session)
+    rows = session.rows()
+    table = _terminal_table(session, rows, notes, KERNEL_COLUMN_MAX)
+    excess = _table_width(table, width) - width
+    wide = True
+    if excess > 0:
+        longest = max(len("main kernel"), *(len(r.main_kernel or "–") for r in rows))
+        kernel_width = min(longest, KERNEL_COLUMN_MAX) - excess
+        wide = kernel_width >= KERNEL_COLUMN_MIN
+        table = _terminal_table(session, rows, notes, kernel_width if wide else None)
     lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
@@ -134,7 +161,7 @@ def markdown_report(session: Session) -> str:
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
         "*GPU/call* is device time per call from CUDA graph replay (no host launch overhead); "
         "*eager/call* is a host-timed back-to-back loop. Medians. On the CPU, kernel is the sum "
-        "of the leaf ATen ops of one call and GPU/call does not apply.",
+        "of the self times of the ATen ops of one call and GPU/call does not apply.",
         "",
     ]
     return "\n".join(out)

@@ -19,7 +19,7 @@ CLOCKS = """
 - **eager**: what an eager model sees: back-to-back calls timed on the host, divided by
   the count. At small shapes this is mostly launch overhead.
 
-On the CPU, *kernel* is the sum of the leaf ATen ops of one call and GPU/call does not apply.
+On the CPU, *kernel* is the sum of the self times of the ATen ops of one call, and GPU/call does not apply.
 
 **Dispatch** shows what SDPA picks with the flags as they are (`torch._fused_sdp_choice`)
 and the order it tries backends in. A backend that cannot run the workload says

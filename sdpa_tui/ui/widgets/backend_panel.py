@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,6 +14,7 @@ from ...core.backends import Backend
 from ...core.session import BackendRow, BackendState, Session
 from ...exports.comparison import STATUS_TEXT, fmt_num, fmt_tflops
 
+MAX_LISTED = 8
 KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}
 
 
@@ -21,6 +23,8 @@ def fmt_time(us: float | None) -> str:
         return "–"
     if us >= 10_000:
         return f"{us / 1000:,.1f} ms"
+    if us >= 1_000:
+        return f"{us / 1000:,.2f} ms"
     return f"{us:,.1f} µs"
 
 
@@ -79,12 +83,12 @@ class BackendPanel(Vertical):
             text.append(f": {state.reason}", style=style)
         return text
 
-    def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool) -> Table | Text:
+    def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool) -> Group | Text:
         if state.status != "ok":
             return Text("")
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="bold")
-        table.add_column(justify="right")
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", min_width=8)
+        table.add_column(justify="right", min_width=10)
         table.add_column(justify="right", style="dim")
         for name, window in (("kernel", state.kernel), ("GPU/call", state.gpu), ("eager", state.eager)):
             if is_cpu and name == "GPU/call":
@@ -92,14 +96,15 @@ class BackendPanel(Vertical):
             s = window.summary()
             table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
         extra = Text.assemble(
-            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), ("  ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
-            ("  peak ", "bold"), fmt_bytes(state.peak_bytes),
+            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), ("   ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
+            ("   peak ", "bold"), fmt_bytes(state.peak_bytes),
         )
-        table.add_row("", extra, "")
-        return table
+        return Group(table, extra)
 
     def _kernel(self, state: BackendState) -> Text:
         main = state.main_kernel
+        if state.status in ("not_eligible", "error", "oom") and len(state.details) > 1:
+            return Text("torch says:\n" + "\n".join(f"  {line}" for line in state.details), style="dim")
         if state.status != "ok" or main is None:
             return Text("")
         ident = kernel_names.identify(main.name)
@@ -113,7 +118,11 @@ class BackendPanel(Vertical):
                 f"  regs {main.registers if main.registers is not None else '–'}"
                 f"  occ {fmt_num(main.occupancy, 0, '%')}"
             )
-        others = len(state.kernels) - 1
-        unit = "op" if main.category == "cpu_op" else "activity"
-        text.append(f"\n+{others} other {unit}{'s' if others != 1 else ''} per call", style="dim")
+        text.append(f"\n{len(state.kernels)} GPU activit{'y' if len(state.kernels) == 1 else 'ies'} per call:"
+                    if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
+        ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)
+        for kernel in ranked[:MAX_LISTED]:
+            text.append(f"\n{fmt_time(kernel.duration_us):>10}  {kernel_names.short_name(kernel.name)}", style="dim")
+        if len(ranked) > MAX_LISTED:
+            text.append(f"\n{'':>10}  … {len(ranked) - MAX_LISTED} more", style="dim")
         return text

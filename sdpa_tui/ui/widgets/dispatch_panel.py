@@ -38,7 +38,7 @@ class DispatchPanel(Static):
             gpu, eager = state.gpu.summary(), state.eager.summary()
             text.append("SDPA picks ", style="bold")
             text.append(d.choice.label, style="bold green")
-            text.append(f"  GPU/call {fmt_time(gpu.median if gpu else None)}  eager {fmt_time(eager.median if eager else None)}\n")
+            text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}  eager {fmt_time(eager.median if eager else None)}\n")
         if d.priority_order:
             order = " > ".join(Backend(name).label for name in d.priority_order)
             text.append("priority ", style="bold")

@@ -14,9 +14,16 @@ class EnvironmentHeader(Static):
     def show(self, env: Environment | None, workload: Workload, engine_state: str, paused: bool) -> None:
         text = Text()
         text.append("sdpa-tui ", style="bold")
+        # States go first on the line: the lines are cut at the terminal's width, not wrapped.
+        if paused:
+            text.append("PAUSED", style="bold black on yellow")
+            text.append(" ")
         if env is None:
             text.append(engine_state or "engine starting (importing torch)…", style="yellow")
         else:
+            if engine_state:
+                text.append(engine_state, style="bold red")
+                text.append(" · ")
             text.append(environment_line(env))
             if env.is_cpu:
                 text.append("  CPU MODE", style="bold black on yellow")
@@ -26,8 +33,4 @@ class EnvironmentHeader(Static):
             f"batch {w.batch} · heads {w.heads}/{w.kv_heads} kv · len {w.seq}/{w.kv_seq} kv · "
             f"head dim {w.head_dim} · {w.dtype} · mask {w.mask} · {w.direction}"
         )
-        if paused:
-            text.append("  PAUSED", style="bold black on yellow")
-        if env is not None and engine_state:
-            text.append(f"  {engine_state}", style="bold red")
         self.update(text)

@@ -1,0 +1,45 @@
+"""Shared test setup: the ``cuda`` marker skips a test where no CUDA GPU is visible."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+
+import pytest
+
+_PROBE = """
+import torch
+if torch.cuda.is_available():
+    print("yes")
+else:
+    print("no CUDA GPU is visible" if torch.version.cuda else "this torch build has no CUDA")
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_available() -> tuple[bool, str]:
+    """Whether torch sees a CUDA GPU, asked in a child process.
+
+    The test process itself never imports torch: tests may check that the UI side does not.
+    """
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"could not ask torch about CUDA: {exc}"
+    answer = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr.strip()[-200:]
+    if proc.returncode == 0 and answer == "yes":
+        return True, ""
+    return False, f"needs a CUDA GPU: {answer}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cuda_items = [item for item in items if item.get_closest_marker("cuda")]
+    if not cuda_items:
+        return
+    available, why = cuda_available()
+    if available:
+        return
+    skip = pytest.mark.skip(reason=why)
+    for item in cuda_items:
+        item.add_marker(skip)

@@ -1,0 +1,70 @@
+"""Architecture contracts: import-linter's layers, and no torch in the UI-side process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_import_linter_contracts_are_kept():
+    """The contracts in pyproject.toml: core/engine/telemetry/exports never import the UI, core never torch, layers."""
+    command = [shutil.which("lint-imports")] if shutil.which("lint-imports") else None
+    if command is None:  # the console script is not on PATH: run import-linter's entry point directly
+        command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(command + ["--no-cache"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "broken" in output and " 0 broken" in output, output
+
+
+UI_SIDE_MODULES = [
+    "sdpa_tui",
+    "sdpa_tui.cli",
+    "sdpa_tui.core",
+    "sdpa_tui.core.backends",
+    "sdpa_tui.core.kernel_names",
+    "sdpa_tui.core.records",
+    "sdpa_tui.core.session",
+    "sdpa_tui.core.stats",
+    "sdpa_tui.core.trace",
+    "sdpa_tui.core.workload",
+    "sdpa_tui.engine.client",
+    "sdpa_tui.engine.headless",
+    "sdpa_tui.engine.channel",
+    "sdpa_tui.exports.comparison",
+    "sdpa_tui.exports.tables",
+    "sdpa_tui.report",
+]
+
+
+def test_ui_side_modules_do_not_import_torch():
+    """Importing these in a fresh interpreter must not import torch (seconds, and CUDA init in the UI)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {UI_SIDE_MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_check_above_would_see_torch():
+    """The same probe sees torch when an engine-side module is imported (so the test above can fail)."""
+    pytest.importorskip("torch")
+    code = "import sys, sdpa_tui.engine.calls; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "True"

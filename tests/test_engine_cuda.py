@@ -1,0 +1,142 @@
+"""The real engine on a CUDA GPU (skipped without one: run on the GPU machine).
+
+The shapes are DESIGN.md's: [2, 8, 512, 64], fp16 (every backend runs) and fp32 (FLASH and
+cuDNN cannot). Waits are bounded by generous deadlines; no assertion is about elapsed time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui.core.backends import ALL_BACKENDS, Backend
+from sdpa_tui.core.kernel_names import identify
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.trace import GPU_CATEGORIES
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.engine.headless import measure
+
+pytestmark = pytest.mark.cuda
+
+REPO = Path(__file__).resolve().parent.parent
+DEADLINE_S = 300.0
+FP16 = Workload()  # [2, 8, 512, 64] fp16
+FP32 = Workload(dtype="fp32")
+
+
+@pytest.fixture(scope="module")
+def fp16_session() -> Session:
+    return measure(FP16, ALL_BACKENDS, device="cuda", duration_s=1.0, timeout_s=DEADLINE_S)
+
+
+@pytest.fixture(scope="module")
+def fp32_session() -> Session:
+    return measure(FP32, ALL_BACKENDS, device="cuda", duration_s=1.0, timeout_s=DEADLINE_S)
+
+
+def rows(session: Session):
+    return {r.backend: r for r in session.rows()}
+
+
+def test_environment_is_the_gpu(fp16_session):
+    env = fp16_session.environment
+    assert env is not None and not env.is_cpu
+    assert env.device.startswith("cuda")
+    assert env.device_name and env.sm and env.sm_count and env.sm_count > 0
+    assert env.cuda_version and env.memory_total_bytes and env.memory_total_bytes > 0
+    assert not fp16_session.errors
+
+
+def test_every_backend_runs_fp16(fp16_session):
+    for backend, row in rows(fp16_session).items():
+        assert row.status == "ok", (backend, row.status, row.reason)
+        assert row.gpu_us is not None and row.eager_us is not None and row.kernel_us is not None
+        assert row.gpu_us.median > 0 and row.kernel_us.median > 0
+        # graph replay removes the host launch overhead that the eager loop pays
+        assert row.gpu_us.median < row.eager_us.median, backend
+        assert row.tflops is not None and row.tflops > 0
+        assert row.peak_mib is not None and row.peak_mib >= 0
+        assert fp16_session.backends[backend].gpu_method in ("graph", "events")
+
+
+def test_kernel_captures_have_launch_details(fp16_session):
+    for backend, row in rows(fp16_session).items():
+        assert row.kernels, backend
+        assert all(k.category in GPU_CATEGORIES for k in row.kernels), backend
+        main = fp16_session.backends[backend].main_kernel
+        assert main is not None and main.category == "kernel", backend
+        for kernel in (k for k in row.kernels if k.category == "kernel"):
+            assert kernel.grid and all(d >= 1 for d in kernel.grid), (backend, kernel.name)
+            assert kernel.block and all(d >= 1 for d in kernel.block), (backend, kernel.name)
+            assert kernel.registers is not None and kernel.registers > 0, (backend, kernel.name)
+            assert kernel.shared_memory is not None, (backend, kernel.name)
+
+
+def test_fused_backends_run_attention_kernels(fp16_session):
+    for backend in (Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT):
+        main = fp16_session.backends[backend].main_kernel
+        assert identify(main.name).family is not None, (backend, main.name)
+    # MATH is made of several kernels (gemms, softmax, ...)
+    assert rows(fp16_session)[Backend.MATH].kernels_per_call > 1
+
+
+def test_cudnn_main_kernel_on_hopper(fp16_session):
+    if fp16_session.environment.sm != "9.0":
+        pytest.skip(f"the cuDNN kernel name is checked on sm 9.0; this GPU is sm {fp16_session.environment.sm}")
+    main = fp16_session.backends[Backend.CUDNN].main_kernel
+    assert "cudnn" in main.name.lower()
+
+
+def test_dispatch_picks_an_enabled_backend(fp16_session):
+    assert fp16_session.dispatch is not None
+    assert fp16_session.dispatch.choice in ALL_BACKENDS
+
+
+def test_fp32_makes_flash_and_cudnn_not_eligible(fp32_session):
+    by_backend = rows(fp32_session)
+    for backend in (Backend.FLASH, Backend.CUDNN):
+        row = by_backend[backend]
+        assert row.status == "not_eligible", (backend, row.status, row.reason)
+        assert row.reason and row.details
+        # torch's reason for this backend (the dtype), not another backend's "runtime disabled" line
+        assert "dtype" in row.reason.lower() and "runtime disabled" not in row.reason, (backend, row.reason)
+        assert row.gpu_us is None and not row.kernels
+    for backend in (Backend.EFFICIENT, Backend.MATH):
+        row = by_backend[backend]
+        assert row.status == "ok", (backend, row.status, row.reason)
+        assert row.gpu_us is not None and row.gpu_us.median < row.eager_us.median
+    assert fp32_session.dispatch.choice in (Backend.EFFICIENT, Backend.MATH)
+
+
+def test_fwd_bwd_kernel_capture_includes_the_backward_kernels():
+    session = measure(Workload(direction="fwd+bwd"), ALL_BACKENDS, device="cuda", duration_s=1.0,
+                      timeout_s=DEADLINE_S)
+    by_backend = rows(session)
+    for backend in (Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT):
+        row = by_backend[backend]
+        assert row.status == "ok", (backend, row.reason)
+        directions = {identify(k.name).direction for k in row.kernels}
+        assert {"forward", "backward"} <= directions, (backend, [k.name for k in row.kernels])
+    for row in by_backend.values():
+        assert row.gpu_us.median < row.eager_us.median
+
+
+TORCH_MARKERS = ("Warning", "UserWarning", "profiler", "STAGE:", "Triggered internally", "USDT", ".cpp:", "CUPTI",
+                 "[W", "[I")
+
+
+def test_report_on_the_gpu_keeps_torch_output_off_the_terminal():
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "report", "--batch", "1", "--heads", "2", "--seq", "128",
+         "--head-dim", "64", "--duration", "0.5"],
+        cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    for line in proc.stderr.splitlines():
+        assert not any(marker in line for marker in TORCH_MARKERS), f"torch output leaked: {line!r}"
+    assert "SDPA backends" in proc.stdout and "cuda" in proc.stdout

@@ -1,0 +1,61 @@
+"""SVG snapshots of the live screen at a narrow (80x24) and a wide (160x50) terminal.
+
+The data is fed by the fake engine from real H200 traces; the clock in the status line is
+frozen, and every sample carries a fixed time, so the screens are the same on every run.
+Update the baselines with ``pytest tests/test_ui_snapshots.py --snapshot-update`` and look
+at them before committing.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.ui import app as app_module
+
+from ui_fakes import make_test_app, settle, widget_text
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status line shows HH:MM:SS: freeze it (only as the app module sees ``time``)."""
+    frozen = SimpleNamespace(**{name: getattr(time, name) for name in dir(time) if not name.startswith("_")})
+    frozen.strftime = lambda fmt, *args: time.strftime(fmt, time.gmtime(1_790_857_026))
+    monkeypatch.setattr(app_module, "time", frozen)
+
+
+def _drawn(app) -> bool:
+    return "SDPA picks" in widget_text(app, "#dispatch") and app.query_one("#panel-math #history").display
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_live_view(snap_compare, size: tuple[int, int]) -> None:
+    app, engine, _ = make_test_app()
+
+    async def run_before(pilot) -> None:
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: _drawn(app))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_flash_flag_off(snap_compare, size: tuple[int, int]) -> None:
+    app, engine, _ = make_test_app()
+
+    async def run_before(pilot) -> None:
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: _drawn(app))
+        await pilot.press("f")
+        assert Backend.FLASH not in engine.config.enabled
+        engine.feed_live(app)  # the engine answers for the new flag set
+        await settle(pilot, until=lambda: _drawn(app) and app.query_one("#panel-flash").has_class("-off"))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
