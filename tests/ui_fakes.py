@@ -274,6 +274,7 @@ class FakeGpuSource:
     def __init__(self, first: GpuSnapshot | None = None) -> None:
         self.first = first if first is not None else h200_gpu()
         self.deliver: Callable[[GpuSnapshot], None] | None = None
+        self.readings = 0
         self.stopped = False
 
     def __call__(self, deliver: Callable[[GpuSnapshot], None]) -> "FakeGpuSource":
@@ -282,8 +283,10 @@ class FakeGpuSource:
         return self
 
     def push(self, snapshot: GpuSnapshot) -> None:
+        """Deliver a later reading; like the real poller's, each one is stamped with a new time."""
         assert self.deliver is not None, "the app has not started the GPU source"
-        self.deliver(snapshot)
+        self.readings += 1
+        self.deliver(replace(snapshot, time=self.first.time + self.readings))
 
     def stop(self) -> None:
         self.stopped = True

@@ -58,9 +58,11 @@ class BackendState:
     peak_bytes: int | None = None
     last_sample_time: float = 0.0
     gpu_method: str = ""
+    version: int = 0  # bumped on every change, so views can skip redrawing what did not change
     history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
 
     def reset_measurements(self) -> None:
+        self.version += 1
         for window in (self.kernel, self.gpu, self.eager):
             window.clear()
         self.kernels = ()
@@ -123,6 +125,7 @@ class Session:
 
     def set_enabled(self, enabled: tuple[Backend, ...]) -> None:
         for backend, state in self.backends.items():
+            state.version += 1
             state.enabled = backend in enabled
             if not state.enabled:
                 state.status, state.reason = "disabled", "flag off"
@@ -163,6 +166,7 @@ class Session:
         state = self.backends[record.backend]
         if not state.enabled:
             return False
+        state.version += 1
         if isinstance(record, BackendStatus):
             state.status, state.reason, state.details = record.status, record.reason, record.details
             return True

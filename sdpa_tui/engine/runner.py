@@ -202,7 +202,7 @@ class Engine:
         cid = self.config.config_id
         try:
             with forced((run.backend,)):
-                if time.monotonic() >= run.next_profile:
+                if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
                     self._profile(run)  # a slice of its own: the profiler slows what follows
                     return
                 gpu_us = None

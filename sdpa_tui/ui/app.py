@@ -35,6 +35,8 @@ from .widgets.header import EnvironmentHeader
 SAMPLE_INTERVAL_S = 0.25
 """Each enabled backend is sampled about four times a second while live."""
 PROFILE_EVERY_S = 5.0
+REDRAW_INTERVAL_S = 0.5
+"""The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
 
 
 class SdpaApp(App):
@@ -98,7 +100,7 @@ class SdpaApp(App):
         self.engine.configure(self._configure_record())
         if self.gpu_source is not None:
             self._poller = self.gpu_source(lambda snap: self.post_message(GpuUpdate(snap)))
-        self.set_interval(0.25, self._redraw_if_dirty)
+        self.set_interval(REDRAW_INTERVAL_S, self._redraw_if_dirty)
         self.status("engine starting: the first numbers follow once torch is imported")
         self._redraw()
 

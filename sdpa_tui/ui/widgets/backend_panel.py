@@ -48,26 +48,27 @@ class BackendPanel(Vertical):
         super().__init__(id=f"panel-{backend.short}", classes="backend-panel")
         self.backend = backend
         self.border_title = f"{backend.label} ({KEYS[backend]})"
+        self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="status", classes="panel-status")
-        yield Static(id="clocks", classes="panel-clocks")
+        # Fixed-size parts: an update redraws this panel only, never the screen's layout.
+        yield Static(id="head", classes="panel-head")
         yield Sparkline([], id="history", classes="panel-history")
         yield Static(id="kernel", classes="panel-kernel")
 
     def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool) -> None:
         state = session.backends[self.backend]
+        key = (state.version, is_pick, is_cpu, row.speedup_vs_math)
+        if key == self._shown:
+            return
+        self._shown = key
         self.set_class(not state.enabled, "-off")
         self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
-        self.query_one("#status", Static).update(self._status(state))
-        self.query_one("#clocks", Static).update(self._clocks(state, row, is_cpu))
-        spark = self.query_one("#history", Sparkline)
-        values = state.sparkline_values() if state.enabled else []
-        spark.data = values
-        spark.display = len(values) > 1
-        self.query_one("#kernel", Static).update(self._kernel(state))
+        self.query_one("#head", Static).update(Group(self._status(state), self._clocks(state, row, is_cpu)), layout=False)
+        self.query_one("#history", Sparkline).data = state.sparkline_values() if state.enabled else []
+        self.query_one("#kernel", Static).update(self._kernel(state), layout=False)
 
     # -- pieces ----------------------------------------------------------------------------
     def _status(self, state: BackendState) -> Text:
@@ -116,8 +117,11 @@ class BackendPanel(Vertical):
             text.append(
                 f"\ngrid {dims(main.grid)}  block {dims(main.block)}  smem {fmt_bytes(main.shared_memory)}"
                 f"  regs {main.registers if main.registers is not None else '–'}"
-                f"  occ {fmt_num(main.occupancy, 0, '%')}"
             )
+            if main.occupancy:  # Kineto's estimate; 0 where CUPTI could not compute it
+                text.append(f"  occ {main.occupancy:.0f}%")
+            elif main.blocks_per_sm:
+                text.append(f"  {main.blocks_per_sm:.1f} blocks/SM")
         text.append(f"\n{len(state.kernels)} GPU activit{'y' if len(state.kernels) == 1 else 'ies'} per call:"
                     if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
         ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)

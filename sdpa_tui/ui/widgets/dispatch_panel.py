@@ -14,8 +14,15 @@ class DispatchPanel(Static):
     def on_mount(self) -> None:
         self.border_title = "Dispatch"
 
+    _shown: tuple | None = None
+
     def show(self, session: Session) -> None:
         d = session.dispatch
+        pick = session.backends[d.choice].version if d and d.choice else None
+        key = (d, session.enabled, pick, tuple(s.version for s in session.backends.values()) if d and not d.choice else None)
+        if key == self._shown:
+            return
+        self._shown = key
         text = Text()
         flags = " ".join(
             f"{b.short}={'on' if b in session.enabled else 'off'}" for b in Backend
@@ -24,7 +31,7 @@ class DispatchPanel(Static):
         text.append(flags + "\n")
         if d is None:
             text.append("asking torch…", style="yellow")
-            self.update(text)
+            self.update(text, layout=False)
             return
         if d.choice is None:
             text.append("No available kernel", style="bold red")
@@ -43,4 +50,4 @@ class DispatchPanel(Static):
             order = " > ".join(Backend(name).label for name in d.priority_order)
             text.append("priority ", style="bold")
             text.append(order)
-        self.update(text)
+        self.update(text, layout=False)

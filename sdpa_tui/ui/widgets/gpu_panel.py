@@ -13,13 +13,19 @@ class GpuPanel(Static):
     def on_mount(self) -> None:
         self.border_title = "GPU (NVML)"
 
+    _shown: tuple | None = None
+
     def show(self, gpu: GpuSnapshot | None, cpu_mode: bool) -> None:
+        key = (gpu.time if gpu else None, cpu_mode)
+        if key == self._shown:
+            return
+        self._shown = key
         if gpu is None:
-            self.update(Text("reading NVML…", style="dim"))
+            self.update(layout=False, content=Text("reading NVML…", style="dim"))
             return
         if not gpu.available:
             note = "\nmeasuring on the CPU" if cpu_mode else ""
-            self.update(Text(f"n/a: {gpu.reason}{note}", style="yellow"))
+            self.update(layout=False, content=Text(f"n/a: {gpu.reason}{note}", style="yellow"))
             return
         self.border_title = f"GPU {gpu.index} · {gpu.fmt('name')}"
         grid = Table.grid(padding=(0, 1))
@@ -44,7 +50,7 @@ class GpuPanel(Static):
             grid.add_row("others", self._na(gpu, "processes"))
         else:
             grid.add_row("others", "none")
-        self.update(grid)
+        self.update(grid, layout=False)
 
     @staticmethod
     def _na(gpu: GpuSnapshot, field: str) -> str:

@@ -11,7 +11,13 @@ from ...exports.tables import environment_line
 
 
 class EnvironmentHeader(Static):
+    _shown: tuple | None = None
+
     def show(self, env: Environment | None, workload: Workload, engine_state: str, paused: bool) -> None:
+        key = (env, workload, engine_state, paused)
+        if key == self._shown:
+            return
+        self._shown = key
         text = Text()
         text.append("sdpa-tui ", style="bold")
         # States go first on the line: the lines are cut at the terminal's width, not wrapped.
@@ -33,4 +39,4 @@ class EnvironmentHeader(Static):
             f"batch {w.batch} · heads {w.heads}/{w.kv_heads} kv · len {w.seq}/{w.kv_seq} kv · "
             f"head dim {w.head_dim} · {w.dtype} · mask {w.mask} · {w.direction}"
         )
-        self.update(text)
+        self.update(text, layout=False)
