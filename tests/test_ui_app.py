@@ -288,6 +288,20 @@ async def test_s_writes_a_snapshot_with_report_and_the_engines_trace(tmp_path: P
     assert trace.read_bytes() == TRACE_FIXTURES[Backend.CUDNN].read_bytes()
 
 
+async def test_t_captures_traces_into_a_new_directory(tmp_path: Path) -> None:
+    app, engine, _ = make_test_app(export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("t")
+        await settle(pilot, until=lambda: "traces in" in status_line(app))
+        # the status line is one row: a long path pushes the file names past its end
+        assert "trace-CUDNN_ATTENTION.json" in str(app.query_one("#status-line").content)
+    [directory] = list(tmp_path.iterdir())
+    assert directory.name.startswith("traces-")
+    assert [p.name for p in directory.iterdir()] == ["trace-CUDNN_ATTENTION.json"]
+    assert engine.captures[0].directory == str(directory.resolve())
+
+
 async def test_s_into_a_directory_that_cannot_be_created_says_snapshot_failed(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory\n")

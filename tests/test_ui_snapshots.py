@@ -29,8 +29,12 @@ def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_module, "time", frozen)
 
 
-def _drawn(app) -> bool:
-    return "SDPA picks" in widget_text(app, "#dispatch") and app.query_one("#panel-math #history").display
+async def _fed_and_drawn(pilot, engine, until=lambda: True) -> None:
+    """Feed a full set of records and wait for the redraw that shows them (one redraw draws all)."""
+    app = pilot.app
+    engine.feed_live(app)
+    await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch") and until())
+    await settle(pilot)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -38,9 +42,7 @@ def test_live_view(snap_compare, size: tuple[int, int]) -> None:
     app, engine, _ = make_test_app()
 
     async def run_before(pilot) -> None:
-        engine.feed_live(app)
-        await settle(pilot, until=lambda: _drawn(app))
-        await pilot.pause()
+        await _fed_and_drawn(pilot, engine)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -50,12 +52,10 @@ def test_flash_flag_off(snap_compare, size: tuple[int, int]) -> None:
     app, engine, _ = make_test_app()
 
     async def run_before(pilot) -> None:
-        engine.feed_live(app)
-        await settle(pilot, until=lambda: _drawn(app))
+        await _fed_and_drawn(pilot, engine)
         await pilot.press("f")
         assert Backend.FLASH not in engine.config.enabled
-        engine.feed_live(app)  # the engine answers for the new flag set
-        await settle(pilot, until=lambda: _drawn(app) and app.query_one("#panel-flash").has_class("-off"))
-        await pilot.pause()
+        # the engine answers for the new flag set
+        await _fed_and_drawn(pilot, engine, until=lambda: app.query_one("#panel-flash").has_class("-off"))
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
