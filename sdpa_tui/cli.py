@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from .core.backends import ALL_BACKENDS, Backend, parse_backend_list
+from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 
 EXIT_USAGE = 2
@@ -36,6 +36,15 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
         "--backends", default=default(",".join(b.short for b in ALL_BACKENDS)),
         help="comma list of enabled backends: cudnn,flash,efficient,math (default: all)",
     )
+    g.add_argument(
+        "--legacy-api", action="store_true", default=default(False),
+        help="apply --backends the way torch.backends.cuda.sdp_kernel(enable_flash, enable_math, "
+        "enable_mem_efficient) does: it has no cuDNN switch",
+    )
+    g.add_argument(
+        "--priority", default=default(None), metavar="LIST",
+        help="a dispatch order to try, e.g. flash,cudnn,efficient,math (sdpa_kernel set_priority=True)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,13 +55,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     _add_workload_options(parser)
     parser.add_argument("--export-dir", default="sdpa-tui-exports", help="where snapshots go (default ./sdpa-tui-exports)")
-    sub = parser.add_subparsers(dest="command", metavar="{report}")
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    _add_sweep_parser(sub)
     return parser
+
+
+def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
+    """``sdpa-tui sweep``: the workload options, with ``--seq`` taking a list or a range of lengths."""
+    sweep = sub.add_parser(
+        "sweep", conflict_handler="resolve",  # resolve: this --seq replaces the single-length one
+        help="measure a range of sequence lengths and say where backends cross over (no UI)",
+        description="Measure every enabled backend at several sequence lengths with one engine process; "
+        "print a table, a chart and the crossovers.",
+    )
+    _add_workload_options(sweep, inherited=True)
+    g = sweep.add_argument_group("sweep")
+    g.add_argument(
+        "--seq", dest="sweep_seq", metavar="LIST|A:B", default=None,
+        help="query lengths: a list (128,256,512) or a range of powers of two from A to B (256:32768); "
+        "--kv-seq follows each length unless given",
+    )
+    g.add_argument("--duration", type=float, default=1.0, help="seconds to measure each length once ready (default 1)")
+    g.add_argument(
+        "--stop-after-oom", action=argparse.BooleanOptionalAction, default=True,
+        help="a backend out of memory or failing at length N is skipped at longer lengths; the sweep stops "
+        "when no backend runs (default: on)",
+    )
+    g.add_argument("--json", metavar="PATH", help="also write the points and crossovers as JSON")
+    g.add_argument("--csv", metavar="PATH", help="also write one row per (length, backend) as CSV")
+    g.add_argument("--markdown", metavar="PATH", help="also write the table and crossovers as Markdown")
 
 
 def _version() -> str:
@@ -83,6 +119,9 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
     try:
         workload = workload_from(args)
         backends = parse_backend_list(args.backends)
+        args.priority = parse_priority(args.priority) if getattr(args, "priority", None) else ()
+        if args.priority and getattr(args, "legacy_api", False):
+            raise ValueError("--priority does not apply with --legacy-api: the legacy sdp_kernel has no priority order")
         if not _DEVICE.match(args.device):
             raise ValueError(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
         if getattr(args, "duration", 1.0) <= 0:
@@ -98,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .report import run_report
 
         return run_report(args, workload, backends)
+    if args.command == "sweep":
+        from .sweep import run_sweep
+
+        return run_sweep(args, workload, backends)
     from .ui.launch import run_app
 
     return run_app(args, workload, backends)

@@ -28,7 +28,8 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             status.update(f"{p.text} · {p.done_backends}/{p.total_backends} backends done · {p.elapsed_s:.0f} s")
 
         try:
-            session = measure(workload, backends, args.device, duration_s=args.duration, on_progress=progress)
+            session = measure(workload, backends, args.device, duration_s=args.duration, on_progress=progress,
+                              legacy_api=args.legacy_api, priority=args.priority)
         except EngineFailed as exc:
             err.print(f"[bold red]sdpa-tui: the engine failed:[/] {exc}")
             return EXIT_ENGINE

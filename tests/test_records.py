@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import (
+    Accuracy,
+    PeakFlops,
     PROTOCOL_VERSION,
     RECORD_TYPES,
     BackendStatus,
@@ -91,6 +93,14 @@ RECORDS = [
     KernelCapture(7, Backend.EFFICIENT, (), ()),
     Dispatch(7, Backend.CUDNN, H200.priority_order),
     Dispatch(9, None, (), "every backend flag is off"),
+    Dispatch(10, Backend.CUDNN, H200.priority_order, "", (Backend.CUDNN, Backend.MATH),
+             "legacy API: torch.backends.cuda.sdp_kernel(...) never touches the cuDNN flag"),
+    Configure(11, Workload(), (Backend.MATH,), legacy_api=True),
+    Configure(12, Workload(), ALL_BACKENDS, priority=(Backend.FLASH, Backend.CUDNN)),
+    BackendStatus(12, Backend.EFFICIENT, "ok", measured=False),
+    PeakFlops("bf16", 742.5, "8192x8192x8192 bf16 matmul"),
+    Accuracy(12, Backend.FLASH, 0.00048828125, 0.00021, "forward output vs float64 MATH"),
+    Accuracy(12, Backend.MATH, None, None, "the float64 reference does not fit in memory"),
     TracesCaptured(3, ("/tmp/a/trace-CUDNN_ATTENTION.json", "/tmp/a/trace-MATH.json")),
     TracesCaptured(4, (), "MATH: [Errno 28] No space left on device"),
     Log("UserWarning: Flash attention kernel not used because: ✓ unicode ok"),

@@ -92,13 +92,14 @@ def test_disabled_backend_records_are_ignored():
     session = configured(enabled=(Backend.FLASH, Backend.MATH))
     cid = session.config_id
     for record in (
-        BackendStatus(cid, Backend.CUDNN, "ok"),
         Sample(cid, Backend.CUDNN, 9.7, 52.0),
         KernelCapture(cid, Backend.CUDNN, CUDNN_KERNELS, (8.4,)),
     ):
         assert session.apply(record) is False
+    # Its eligibility is still worth knowing ("flag off, but it could run"): kept apart from its status.
+    assert session.apply(BackendStatus(cid, Backend.CUDNN, "ok", measured=False)) is True
     state = session.backends[Backend.CUDNN]
-    assert state.status == "disabled"
+    assert state.status == "disabled" and state.eligibility == "ok"
     assert state.kernels == () and len(state.gpu) == 0 and not state.history
     row = next(r for r in session.rows() if r.backend is Backend.CUDNN)
     assert row.status == "disabled" and not row.enabled and row.gpu_us is None

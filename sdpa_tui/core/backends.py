@@ -65,3 +65,16 @@ def parse_backend_list(text: str) -> tuple[Backend, ...]:
         raise ValueError("no backend named; allowed: cudnn, flash, efficient, math")
     chosen = {Backend.from_short(name) for name in names}
     return tuple(b for b in ALL_BACKENDS if b in chosen)
+
+
+def parse_priority(text: str) -> tuple[Backend, ...]:
+    """Parse ``"flash,cudnn"`` into backends in the order given (a dispatch priority)."""
+    order: list[Backend] = []
+    for name in (part for part in text.split(",") if part.strip()):
+        backend = Backend.from_short(name)
+        if backend in order:
+            raise ValueError(f"{backend.short} appears twice in the priority list")
+        order.append(backend)
+    if not order:
+        raise ValueError("an empty priority list; name backends: cudnn, flash, efficient, math")
+    return tuple(order)

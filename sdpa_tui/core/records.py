@@ -81,6 +81,8 @@ class Configure:
     enabled: tuple[Backend, ...]
     profile_every_s: float = 5.0  # a kernel burst per backend this often
     sample_interval_s: float = 0.0  # at least this long between two samples of one backend
+    legacy_api: bool = False  # apply flags as torch.backends.cuda.sdp_kernel(...) does
+    priority: tuple[Backend, ...] = ()  # a custom dispatch order (sdpa_kernel set_priority=True)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class BackendStatus:
     status: str  # ok | not_eligible | error | oom | disabled
     reason: str = ""
     details: tuple[str, ...] = ()  # torch's full reason lines
+    measured: bool = True  # False: its flag is off; probed only to say whether it could run
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,30 @@ class Dispatch:
     choice: Backend | None  # None: no available kernel
     priority_order: tuple[str, ...] = ()
     reason: str = ""
+    effective: tuple[Backend, ...] = ()  # the backend flags torch saw as on
+    note: str = ""  # one line on how the flags were applied (legacy API, custom priority)
+
+
+@dataclass(frozen=True)
+class PeakFlops:
+    """The matmul throughput measured on this device in one dtype: the ceiling for TFLOP/s."""
+
+    TYPE: ClassVar[str] = "peak_flops"
+    dtype: str
+    tflops: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """One backend's output against a float64 reference on the same inputs."""
+
+    TYPE: ClassVar[str] = "accuracy"
+    config_id: int
+    backend: Backend
+    max_abs: float | None
+    max_rel: float | None  # max |out - ref| / max |ref|
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -197,6 +224,8 @@ RECORD_TYPES = {
         Sample,
         KernelCapture,
         Dispatch,
+        PeakFlops,
+        Accuracy,
         TracesCaptured,
         Log,
         EngineError,
@@ -245,7 +274,7 @@ def _typed(name: str, value: Any) -> Any:
         return None
     if name in ("backend", "choice"):
         return Backend(value)
-    if name == "enabled":
+    if name in ("enabled", "effective", "priority"):
         return tuple(Backend(v) for v in value)
     if name == "workload":
         return Workload.from_dict(value)

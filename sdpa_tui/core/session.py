@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from . import kernel_names
 from .backends import ALL_BACKENDS, Backend
 from .records import (
+    Accuracy,
+    PeakFlops,
     BackendStatus,
     Dispatch,
     EngineError,
@@ -58,6 +60,9 @@ class BackendState:
     peak_bytes: int | None = None
     last_sample_time: float = 0.0
     gpu_method: str = ""
+    eligibility: str = ""  # whether it could run this workload, probed even with its flag off
+    eligibility_reason: str = ""
+    accuracy: Accuracy | None = None
     version: int = 0  # bumped on every change, so views can skip redrawing what did not change
     history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
 
@@ -67,6 +72,8 @@ class BackendState:
             window.clear()
         self.kernels = ()
         self.peak_bytes = None
+        self.accuracy = None
+        self.eligibility = self.eligibility_reason = ""
         self.status, self.reason, self.details = "waiting", "", ()
 
     @property
@@ -102,6 +109,11 @@ class BackendRow:
     tflops: float | None
     peak_mib: float | None
     kernels: tuple[KernelInfo, ...]
+    pct_of_peak: float | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    eligibility: str = ""
+    eligibility_reason: str = ""
 
 
 class Session:
@@ -116,6 +128,8 @@ class Session:
         self.logs: deque[str] = deque(maxlen=500)
         self.errors: deque[str] = deque(maxlen=100)
         self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
+        self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
+        self.peaks: dict[str, PeakFlops] = {}
         self.set_enabled(enabled)
 
     # -- changes requested by the user -----------------------------------------------------
@@ -157,16 +171,27 @@ class Session:
         if isinstance(record, EngineError):
             self.errors.append(record.message)
             return True
+        if isinstance(record, PeakFlops):
+            self.peaks[record.dtype] = record
+            return True
         config_id = getattr(record, "config_id", None)
         if config_id != self.config_id:
             return False  # measured for a workload or flag set that is gone
         if isinstance(record, Dispatch):
             self.dispatch = record
+            if self.legacy_api and record.effective and set(record.effective) != set(self.enabled):
+                self.set_enabled(record.effective)  # the legacy API leaves cuDNN on: show the truth
             return True
         state = self.backends[record.backend]
+        if isinstance(record, BackendStatus):
+            state.version += 1
+            state.eligibility, state.eligibility_reason = record.status, record.reason
         if not state.enabled:
-            return False
+            return isinstance(record, BackendStatus)
         state.version += 1
+        if isinstance(record, Accuracy):
+            state.accuracy = record
+            return True
         if isinstance(record, BackendStatus):
             state.status, state.reason, state.details = record.status, record.reason, record.details
             return True
@@ -210,6 +235,8 @@ class Session:
             ref = _reference_time(s)
             speedup = math_time / ref if (math_time and ref) else None
             tflops = self.workload.flops / (ref * 1e-6) / 1e12 if ref else None
+            peak = self.peaks.get(self.workload.dtype)
+            accuracy = s.accuracy
             rows.append(
                 BackendRow(
                     backend=backend,
@@ -227,6 +254,11 @@ class Session:
                     tflops=tflops,
                     peak_mib=s.peak_bytes / 2**20 if s.peak_bytes is not None else None,
                     kernels=s.kernels,
+                    pct_of_peak=100 * tflops / peak.tflops if tflops and peak and peak.tflops else None,
+                    max_abs_error=accuracy.max_abs if accuracy else None,
+                    max_rel_error=accuracy.max_rel if accuracy else None,
+                    eligibility=s.eligibility,
+                    eligibility_reason=s.eligibility_reason,
                 )
             )
         return rows

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.backends import CHOICE_CODES, Backend
-from .calls import Inputs, forced
+from torch.nn.attention import sdpa_kernel
+
+from ..core.backends import ALL_BACKENDS, CHOICE_CODES, Backend
+from .calls import Inputs, forced, sdp_backend
 
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$", re.S)
 _HEADER = re.compile(r"kernel not used because:?\s*$", re.I)
@@ -93,21 +95,66 @@ def priority_order() -> tuple[str, ...]:
         return ()
 
 
-def choose(inputs: Inputs, enabled: tuple[Backend, ...]) -> tuple[Backend | None, str]:
-    """The backend SDPA picks with only ``enabled`` flags on, or None and torch's reason."""
-    if not enabled:
-        return None, "every backend flag is off"
+LEGACY_NOTE = (
+    "legacy API: torch.backends.cuda.sdp_kernel(enable_flash, enable_math, enable_mem_efficient) "
+    "never touches the cuDNN flag, so cuDNN stays enabled"
+)
+
+
+def flag_context(enabled: tuple[Backend, ...], legacy: bool = False, priority: tuple[Backend, ...] = ()):
+    """The flags as a user would set them: ``sdpa_kernel``, the legacy ``sdp_kernel``, or a custom order."""
+    if legacy:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # sdp_kernel is deprecated: that is the point
+            return torch.backends.cuda.sdp_kernel(
+                enable_flash=Backend.FLASH in enabled,
+                enable_math=Backend.MATH in enabled,
+                enable_mem_efficient=Backend.EFFICIENT in enabled,
+            )
+    if priority:
+        ordered = [b for b in priority if b in enabled] + [b for b in enabled if b not in priority]
+        return sdpa_kernel([sdp_backend(b) for b in ordered], set_priority=True)
+    return forced(enabled)
+
+
+def effective_flags() -> tuple[Backend, ...]:
+    """The backend flags torch sees as on right now."""
+    cuda = torch.backends.cuda
+    on = {
+        Backend.CUDNN: cuda.cudnn_sdp_enabled(),
+        Backend.FLASH: cuda.flash_sdp_enabled(),
+        Backend.EFFICIENT: cuda.mem_efficient_sdp_enabled(),
+        Backend.MATH: cuda.math_sdp_enabled(),
+    }
+    return tuple(b for b in ALL_BACKENDS if on[b])
+
+
+@dataclass(frozen=True)
+class Choice:
+    backend: Backend | None
+    reason: str
+    effective: tuple[Backend, ...]
+    priority_order: tuple[str, ...]
+
+
+def choose(inputs: Inputs, enabled: tuple[Backend, ...], legacy: bool = False,
+           priority: tuple[Backend, ...] = ()) -> Choice:
+    """The backend SDPA picks with these flags set the way the user sets them, or None and why."""
+    if not enabled and not legacy:
+        return Choice(None, "every backend flag is off", (), priority_order())
     chooser = getattr(torch, "_fused_sdp_choice", None)
-    if chooser is None:
-        return None, "this torch has no torch._fused_sdp_choice to ask"
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        try:
-            with forced(enabled):
+        with flag_context(enabled, legacy, priority):
+            effective, order = effective_flags(), priority_order()
+            if chooser is None:
+                return Choice(None, "this torch has no torch._fused_sdp_choice to ask", effective, order)
+            try:
                 code = int(chooser(inputs.q, inputs.k, inputs.v, **inputs.sdpa_kwargs()))
-        except RuntimeError as exc:
-            return None, clean_message(str(exc)).splitlines()[0]
+            except RuntimeError as exc:
+                return Choice(None, clean_message(str(exc)).splitlines()[0], effective, order)
+            order = priority_order()  # set lazily by the first choice
     backend = CHOICE_CODES.get(code)
     if backend is None:
-        return None, f"torch chose backend code {code}, which sdpa-tui does not know"
-    return backend, ""
+        return Choice(None, f"torch chose backend code {code}, which sdpa-tui does not know", effective, order)
+    return Choice(backend, "", effective, order)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..core.backends import Backend
+from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import Configure, EngineError, Ready
 from ..core.session import Session
 from ..core.workload import Workload
@@ -36,12 +36,17 @@ def measure(
     duration_s: float = 3.0,
     timeout_s: float = 600.0,
     on_progress: Callable[[Progress], None] | None = None,
+    legacy_api: bool = False,
+    priority: tuple[Backend, ...] = (),
 ) -> Session:
     """Run the engine until every enabled backend has a verdict and enough samples.
 
     Measures for at least ``duration_s`` once the engine is ready, at most ``timeout_s``.
+    With ``legacy_api`` the flags are applied as ``torch.backends.cuda.sdp_kernel`` does, and
+    the backends torch leaves on are measured too.
     """
     session = Session(workload, enabled)
+    session.legacy_api = legacy_api
     client = EngineClient(device)
     client.start()
     try:
@@ -54,15 +59,17 @@ def measure(
                 session.apply(record)
                 if isinstance(record, Ready):
                     ready_at = time.monotonic()
-                    client.send(Configure(session.next_config_id(), workload, enabled, profile_every_s=1.0))
+                    client.send(Configure(session.next_config_id(), workload, enabled, profile_every_s=1.0,
+                                          legacy_api=legacy_api, priority=priority))
             if not client.alive and not client.receive():
                 message = session.errors[-1] if session.errors else f"exit code {client.exit_code}"
                 raise EngineFailed(f"the engine process ended: {message}")
             now = time.monotonic()
-            done = sum(_finished(session, b) for b in enabled)
+            measured = session.enabled  # with the legacy API, torch may leave more on than asked
+            done = sum(_finished(session, b) for b in measured)
             if on_progress:
-                on_progress(Progress(now - start, ready_at is not None, done, len(enabled), _status(session, enabled)))
-            if ready_at is not None and done == len(enabled) and now - ready_at >= duration_s:
+                on_progress(Progress(now - start, ready_at is not None, done, len(measured), _status(session, measured)))
+            if ready_at is not None and session.dispatch and done == len(measured) and now - ready_at >= duration_s:
                 return session
             if now - start > timeout_s:
                 raise EngineFailed(f"measuring took longer than {timeout_s:.0f} s; partial results are not reported")
@@ -82,3 +89,122 @@ def _status(session: Session, enabled: tuple[Backend, ...]) -> str:
         return "starting the engine (importing torch)"
     waiting = [b.label for b in enabled if not _finished(session, b)]
     return f"measuring {', '.join(waiting)}" if waiting else "measuring"
+
+
+# ------------------------------------------------------------------ several workloads, one engine
+@dataclass(frozen=True)
+class SeriesProgress(Progress):
+    """Progress of :func:`measure_series`: ``index`` (from 0) of ``count`` workloads."""
+
+    index: int
+    count: int
+    workload: Workload
+
+
+def measure_series(
+    workloads: Sequence[Workload],
+    enabled: tuple[Backend, ...],
+    device: str = "cuda",
+    duration_s: float = 1.0,
+    on_progress: Callable[[SeriesProgress], None] | None = None,
+    timeout_s: float = 600.0,
+    next_enabled: Callable[[Session], Sequence[Backend]] | None = None,
+    legacy_api: bool = False,
+    priority: tuple[Backend, ...] = (),
+) -> Iterator[Session]:
+    """Measure ``workloads`` one after the other with ONE engine process; yield a Session for each.
+
+    Each workload gets a fresh :class:`Session` (with the environment the engine reported) and a
+    new ``Configure`` with a new config id, so records still in flight for the previous workload
+    are ignored. Each is measured as :func:`measure` does: until every measured backend has a
+    verdict (eligible with enough samples, not eligible, out of memory, error) and at least
+    ``duration_s`` have passed since it was configured; at most ``timeout_s`` per workload (and
+    for the engine to start). A workload whose inputs do not fit comes back with every backend
+    out of memory.
+
+    ``next_enabled(session)``, called once the session yielded has been consumed, returns the
+    backends to measure at the next workload; when it returns none, the series ends there.
+    Without it every workload is measured with ``enabled``.
+
+    Raises :class:`EngineFailed` when the engine cannot start, dies or takes too long; sessions
+    yielded before stay valid. The engine process ends with the generator (finished or closed).
+    """
+    workloads = list(workloads)
+    count = len(workloads)
+    enabled = tuple(enabled)
+    if not workloads or not enabled:
+        return
+    options = {"profile_every_s": 1.0}
+    if legacy_api:
+        options["legacy_api"] = True
+    if priority:
+        options["priority"] = tuple(priority)
+
+    def report(index: int, session: Session, since: float, ready: bool) -> None:
+        if on_progress is None:
+            return
+        measured = session.enabled
+        done = sum(_finished(session, b) for b in measured) if ready else 0
+        text = _status(session, measured)
+        on_progress(SeriesProgress(time.monotonic() - since, ready, done, len(measured), text,
+                                   index, count, workloads[index]))
+
+    client = EngineClient(device)
+    client.start()
+    try:
+        # -- the engine starts (imports torch) and says what it runs on
+        previous = Session(workloads[0], enabled)  # holds what comes before the first workload
+        start = time.monotonic()
+        while previous.environment is None:
+            for record in client.receive(timeout=0.1):
+                if isinstance(record, EngineError) and record.fatal:
+                    raise EngineFailed(record.message)
+                previous.apply(record)
+            _check_alive(client, previous)
+            report(0, previous, start, False)
+            if time.monotonic() - start > timeout_s:
+                raise EngineFailed(f"the engine did not start within {timeout_s:.0f} s")
+        config_id = 0
+        for index, workload in enumerate(workloads):
+            session = Session(workload, enabled)
+            session.environment = previous.environment
+            if legacy_api:
+                session.legacy_api = True
+            if hasattr(previous, "peaks"):  # measured once per engine, not per workload
+                session.peaks = dict(previous.peaks)
+            session.config_id = config_id
+            config_id = session.next_config_id()
+            client.send(Configure(config_id, workload, enabled, **options))
+            configured_at = time.monotonic()
+            while True:
+                for record in client.receive(timeout=0.1):
+                    if isinstance(record, EngineError) and record.fatal:
+                        raise EngineFailed(record.message)
+                    session.apply(record)
+                _check_alive(client, session)
+                report(index, session, configured_at, True)
+                now = time.monotonic()
+                measured = session.enabled  # with the legacy API, torch may leave more on than asked
+                done = sum(_finished(session, b) for b in measured)
+                if session.dispatch and done == len(measured) and now - configured_at >= duration_s:
+                    break
+                if now - configured_at > timeout_s:
+                    raise EngineFailed(
+                        f"measuring {workload.describe()} took longer than {timeout_s:.0f} s; "
+                        "it is not reported"
+                    )
+            yield session
+            previous = session
+            if next_enabled is not None:
+                chosen = set(next_enabled(session))
+                enabled = tuple(b for b in ALL_BACKENDS if b in chosen)
+                if not enabled:
+                    return
+    finally:
+        client.stop()
+
+
+def _check_alive(client: EngineClient, session: Session) -> None:
+    if not client.alive and not client.receive():
+        message = session.errors[-1] if session.errors else f"exit code {client.exit_code}"
+        raise EngineFailed(f"the engine process ended: {message}")

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core.backends import Backend
+from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import (
+    Accuracy,
+    PeakFlops,
     BackendStatus,
     CaptureTraces,
     Configure,
@@ -24,7 +26,7 @@ from ..core.records import (
     Shutdown,
     TracesCaptured,
 )
-from . import clocks, dispatch, profiling
+from . import clocks, dispatch, profiling, quality
 from .calls import Inputs, forced
 from .channel import Channel
 from .environment import describe, resolve_device
@@ -69,6 +71,7 @@ class Engine:
         self.paused = False
         self.stopping = False
         self._eligibility: dict[tuple, dispatch.Eligibility] = {}
+        self._peaks: dict[str, float] = {}
         self._cursor = 0
 
     # -- main loop -----------------------------------------------------------------------
@@ -122,22 +125,73 @@ class Engine:
             self.channel.send(Dispatch(cid, None, dispatch.priority_order(), "the inputs do not fit in memory"))
             self.inputs = None
             return
-        choice, reason = dispatch.choose(self.inputs, config.enabled)
-        self.channel.send(Dispatch(cid, choice, dispatch.priority_order(), reason))
-        for backend in config.enabled:
+        choice = dispatch.choose(self.inputs, config.enabled, config.legacy_api, config.priority)
+        measured = choice.effective if config.legacy_api else config.enabled
+        self.channel.send(Dispatch(cid, choice.backend, choice.priority_order, choice.reason,
+                                   choice.effective, self._dispatch_note(config, choice)))
+        self._send_peak(config.workload.dtype)
+        reference = self._reference()
+        for backend in ALL_BACKENDS:
             self._flush_logs()
             verdict = self._eligible(backend)
-            if verdict.status != "ok":
-                self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details))
+            if backend not in measured or verdict.status != "ok":
+                self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
+                                                measured=backend in measured))
                 continue
             try:
                 self.runs[backend] = self._prepare(backend)
                 self.channel.send(BackendStatus(cid, backend, "ok"))
+                self._send_accuracy(backend, reference)
             except torch.OutOfMemoryError as exc:
                 self._fail(backend, dispatch.oom(exc))
             except RuntimeError as exc:
                 self._check_sticky(exc)
                 self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+
+    @staticmethod
+    def _dispatch_note(config: Configure, choice: dispatch.Choice) -> str:
+        if config.legacy_api and Backend.CUDNN in choice.effective:
+            return dispatch.LEGACY_NOTE
+        if config.priority:
+            return "custom priority (sdpa_kernel set_priority=True): " + " > ".join(b.label for b in config.priority)
+        return ""
+
+    def _send_peak(self, dtype: str) -> None:
+        """Measure the matmul ceiling once per dtype per engine."""
+        if dtype in self._peaks:
+            return
+        try:
+            tflops, detail = quality.matmul_peak_tflops(dtype, self.device)
+        except (RuntimeError, torch.OutOfMemoryError) as exc:
+            self._check_sticky(exc)
+            self._free_memory()
+            tflops, detail = 0.0, f"not measured: {str(exc).splitlines()[0]}"
+        self._peaks[dtype] = tflops
+        self.channel.send(PeakFlops(dtype, tflops, detail))
+
+    def _reference(self) -> "torch.Tensor | str":
+        """The float64 output to compare against, or why there is none."""
+        try:
+            return quality.reference_output(self.inputs)
+        except torch.OutOfMemoryError:
+            self._free_memory()
+            return "the float64 reference does not fit in memory"
+        except RuntimeError as exc:
+            self._check_sticky(exc)
+            return f"no float64 reference: {str(exc).splitlines()[0]}"
+
+    def _send_accuracy(self, backend: Backend, reference: "torch.Tensor | str") -> None:
+        cid = self.config.config_id
+        if isinstance(reference, str):
+            self.channel.send(Accuracy(cid, backend, None, None, reference))
+            return
+        with forced((backend,)), torch.no_grad():
+            out = torch.nn.functional.scaled_dot_product_attention(
+                self.inputs.q, self.inputs.k, self.inputs.v, **self.inputs.sdpa_kwargs()
+            )
+        max_abs, max_rel = quality.compare(out, reference)
+        del out
+        self.channel.send(Accuracy(cid, backend, max_abs, max_rel, "forward output vs float64 MATH"))
 
     def _eligible(self, backend: Backend) -> dispatch.Eligibility:
         """Probe once per workload and backend: torch warns some reasons only once per process."""

@@ -39,6 +39,10 @@ def fmt_tflops(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
+def fmt_error(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1e}"
+
+
 def status_text(row: BackendRow) -> str:
     text = STATUS_TEXT.get(row.status, row.status)
     return f"{text}: {row.reason}" if row.reason and row.status != "disabled" else text
@@ -85,6 +89,11 @@ def backend_dict(row: BackendRow) -> dict[str, Any]:
         "speedup_vs_math": row.speedup_vs_math,
         "tflops": row.tflops,
         "peak_mib": row.peak_mib,
+        "pct_of_peak": row.pct_of_peak,
+        "max_abs_error": row.max_abs_error,
+        "max_rel_error": row.max_rel_error,
+        "eligibility": row.eligibility,
+        "eligibility_reason": row.eligibility_reason,
         "kernels": [
             {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(kernel).items()} for kernel in row.kernels
         ],
@@ -104,12 +113,16 @@ def report_dict(session: Session) -> dict[str, Any]:
         "environment": asdict(env) if env else None,
         "workload": session.workload.to_dict(),
         "flops_per_call": session.workload.flops,
+        "peak_tflops": {dtype: {"tflops": p.tflops, "detail": p.detail} for dtype, p in session.peaks.items()},
+        "legacy_api": session.legacy_api,
         "enabled": [b.value for b in session.enabled],
         "backends": [backend_dict(r) for r in rows],
         "dispatch": {
             "choice": dispatch.choice.value if dispatch and dispatch.choice else None,
             "priority_order": list(dispatch.priority_order) if dispatch else [],
             "reason": dispatch.reason if dispatch else "",
+            "effective_flags": [b.value for b in dispatch.effective] if dispatch else [],
+            "note": dispatch.note if dispatch else "",
             "gpu_us": picked.gpu_us.median if picked and picked.gpu_us else None,
             "eager_us": picked.eager_us.median if picked and picked.eager_us else None,
         },

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..core.records import Environment
 from ..core.session import BackendRow, Session
-from .comparison import STATUS_TEXT, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
+from .comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
 
 COLUMNS = (
     "backend",
@@ -24,15 +24,19 @@ COLUMNS = (
     "eager/call µs",
     "vs MATH",
     "TFLOP/s",
+    "% of peak",
     "peak MiB",
+    "max rel err",
     "best at",
 )
 
 
-TERMINAL_COLUMNS = ("backend", "status", "main kernel", "k/call", "kernel", "GPU", "eager", "×MATH", "TFLOP/s", "MiB")
+TERMINAL_COLUMNS = (
+    "backend", "status", "main kernel", "k/call", "kernel", "GPU", "eager", "×MATH", "TFLOP/s", "%pk", "MiB", "err",
+)
 TERMINAL_SOURCE = {
     "k/call": "kernels/call", "kernel": "kernel µs", "GPU": "GPU/call µs", "eager": "eager/call µs",
-    "×MATH": "vs MATH", "MiB": "peak MiB",
+    "×MATH": "vs MATH", "MiB": "peak MiB", "%pk": "% of peak", "err": "max rel err",
 }
 SHORT_STATUS = {"not_eligible": "ineligible", "oom": "OOM", "disabled": "off"}
 
@@ -63,6 +67,26 @@ def dispatch_line(session: Session) -> str:
     return f"dispatch with flags [{flags}]: SDPA picks {d.choice.value} (priority {order})"
 
 
+def context_lines(session: Session) -> list[str]:
+    """What the numbers are measured against, and how the flags were applied."""
+    lines = []
+    peak = session.peaks.get(session.workload.dtype)
+    if peak is not None:
+        value = f"{fmt_tflops(peak.tflops)} TFLOP/s" if peak.tflops else "n/a"
+        lines.append(f"% of peak: against {value} measured on this device ({peak.detail})")
+    d = session.dispatch
+    if d is not None and d.note:
+        lines.append(d.note)
+    accuracy = {r.backend: r for r in session.rows() if r.max_rel_error is not None}
+    if accuracy:
+        lines.append("err: max |out - ref| / max |ref| of the forward output, ref = float64 MATH on the same inputs")
+    for row in session.rows():
+        if row.status == "disabled" and row.eligibility:
+            could = "could run this workload" if row.eligibility == "ok" else f"could not run it: {row.eligibility_reason}"
+            lines.append(f"{row.backend.label}: flag off; {could}")
+    return lines
+
+
 def row_cells(row: BackendRow, notes: list[str]) -> list[str]:
     kernel_unit = row.kernel_us is not None
     return [
@@ -75,7 +99,9 @@ def row_cells(row: BackendRow, notes: list[str]) -> list[str]:
         fmt_us(row.eager_us),
         fmt_num(row.speedup_vs_math, 2, "x"),
         fmt_tflops(row.tflops),
+        fmt_num(row.pct_of_peak, 0, "%"),
         fmt_num(row.peak_mib, 1),
+        fmt_error(row.max_rel_error),
         ", ".join(notes),
     ]
 
@@ -85,14 +111,19 @@ KERNEL_COLUMN_MIN = 20
 """The main kernel column gets what the numbers leave, up to the max; below the min it moves under the table."""
 
 
-def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kernel_width: int | None) -> Table:
+DROP_ORDER = ("err", "%pk", "k/call")
+"""Columns left out, in this order, when a terminal is too narrow even without the main kernel."""
+
+
+def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kernel_width: int | None,
+                    dropped: tuple[str, ...] = ()) -> Table:
     """The table, with a main kernel column of at most ``kernel_width`` characters (None: no such column)."""
     wide = kernel_width is not None
     table = Table(
         title=f"SDPA backends · {session.workload.describe()} · medians, µs",
         title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True,
     )
-    headers = TERMINAL_COLUMNS if wide else tuple(c for c in TERMINAL_COLUMNS if c != "main kernel")
+    headers = tuple(c for c in TERMINAL_COLUMNS if c not in dropped and (wide or c != "main kernel"))
     for name in headers:
         if name == "main kernel":
             table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=kernel_width)
@@ -128,6 +159,12 @@ def rich_report(session: Session, width: int = 160) -> Group:
         kernel_width = min(longest, KERNEL_COLUMN_MAX) - excess
         wide = kernel_width >= KERNEL_COLUMN_MIN
         table = _terminal_table(session, rows, notes, kernel_width if wide else None)
+        dropped: tuple[str, ...] = ()
+        for column in DROP_ORDER:
+            if wide or _table_width(table, width) <= width:
+                break
+            dropped += (column,)
+            table = _terminal_table(session, rows, notes, None, dropped)
     lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
@@ -137,6 +174,7 @@ def rich_report(session: Session, width: int = 160) -> Group:
     best = [f"{b.label}: {', '.join(n)}" for b, n in notes.items() if n]
     if best:
         lines.append(Text("best at: " + " · ".join(best)))
+    lines += [Text(line, style="dim") for line in context_lines(session)]
     if session.environment and session.environment.notes:
         lines.append(Text("; ".join(session.environment.notes), style="yellow"))
     return Group(*lines)
@@ -157,6 +195,7 @@ def markdown_report(session: Session) -> str:
         cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", dispatch_line(session), ""]
+    out += [f"- {line}" for line in context_lines(session)] + [""]
     out += [
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
         "*GPU/call* is device time per call from CUDA graph replay (no host launch overhead); "

@@ -35,6 +35,8 @@ from .widgets.header import EnvironmentHeader
 SAMPLE_INTERVAL_S = 0.25
 """Each enabled backend is sampled about four times a second while live."""
 PROFILE_EVERY_S = 5.0
+COMPACT_BELOW_ROWS = 36
+"""Shorter terminals get one-line clocks, so each panel still names its kernel."""
 REDRAW_INTERVAL_S = 0.5
 """The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
 
@@ -58,6 +60,8 @@ class SdpaApp(App):
         Binding("b", "toggle_direction", "Fwd/Bwd", show=False),
         Binding("s", "snapshot", "Snapshot"),
         Binding("t", "trace", "Trace", show=False),
+        Binding("l", "toggle_legacy", "Legacy API", show=False),
+        Binding("p", "rotate_priority", "Priority", show=False),
         Binding("r", "restart_engine", "Restart", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -79,6 +83,8 @@ class SdpaApp(App):
         self.paused = False
         self.engine_state = "engine starting (importing torch)…"
         self.snapshots = SnapshotFlow(self)
+        self.flags: set[Backend] = set(session.enabled)  # what the user switched on
+        self.priority: tuple[Backend, ...] = ()  # a custom dispatch order; () is torch's
         self._poller: Any = None
         self._dirty = True
         self._request_id = 0
@@ -93,7 +99,7 @@ class SdpaApp(App):
             yield DispatchPanel(id="dispatch")
             yield GpuPanel(id="gpu")
         yield Static(id="status-line")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.engine.start()
@@ -103,6 +109,12 @@ class SdpaApp(App):
         self.set_interval(REDRAW_INTERVAL_S, self._redraw_if_dirty)
         self.status("engine starting: the first numbers follow once torch is imported")
         self._redraw()
+
+    def on_resize(self) -> None:
+        compact = self.size.height < COMPACT_BELOW_ROWS
+        if compact != self.screen.has_class("-compact"):
+            self.screen.set_class(compact, "-compact")
+            self._redraw()
 
     def on_unmount(self) -> None:
         if self._poller is not None:
@@ -156,8 +168,9 @@ class SdpaApp(App):
         self.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
         pick = self.session.dispatch.choice if self.session.dispatch else None
         rows = {row.backend: row for row in self.session.rows()}
+        compact = self.screen.has_class("-compact")
         for panel in self.query(BackendPanel):
-            panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu)
+            panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu, compact)
         self.query_one(DispatchPanel).show(self.session)
         self.query_one(GpuPanel).show(self.gpu, cpu)
 
@@ -168,10 +181,19 @@ class SdpaApp(App):
 
     # -- actions ---------------------------------------------------------------------------
     def _configure_record(self) -> Configure:
+        legacy = self.session.legacy_api
+        flags = tuple(b for b in ALL_BACKENDS if b in self.flags and not (legacy and b is Backend.CUDNN))
         return Configure(
-            self.session.next_config_id(), self.session.workload, self.session.enabled,
+            self.session.next_config_id(), self.session.workload, flags,
             profile_every_s=PROFILE_EVERY_S, sample_interval_s=SAMPLE_INTERVAL_S,
+            legacy_api=legacy, priority=() if legacy else self.priority,
         )
+
+    def _apply_flags(self) -> None:
+        shown = set(self.flags) | ({Backend.CUDNN} if self.session.legacy_api else set())
+        self.session.set_enabled(tuple(b for b in ALL_BACKENDS if b in shown))
+        self.session.dispatch = None
+        self._reconfigure()
 
     def _reconfigure(self) -> None:
         self.engine.configure(self._configure_record())
@@ -179,11 +201,32 @@ class SdpaApp(App):
 
     def action_toggle(self, backend_name: str) -> None:
         backend = Backend(backend_name)
-        enabled = set(self.session.enabled) ^ {backend}
-        self.session.set_enabled(tuple(b for b in ALL_BACKENDS if b in enabled))
-        self.session.dispatch = None
-        self.status(f"{backend.label} flag {'on' if backend in enabled else 'off'}")
-        self._reconfigure()
+        if self.session.legacy_api and backend is Backend.CUDNN:
+            self.status("the legacy API has no cuDNN switch: sdp_kernel(...) never touches it (press l to leave legacy mode)",
+                        error=True)
+            return
+        self.flags ^= {backend}
+        self.status(f"{backend.label} flag {'on' if backend in self.flags else 'off'}")
+        self._apply_flags()
+
+    def action_toggle_legacy(self) -> None:
+        self.session.legacy_api = not self.session.legacy_api
+        if self.session.legacy_api:
+            self.status("legacy API: flags applied as torch.backends.cuda.sdp_kernel(enable_flash, enable_math, "
+                        "enable_mem_efficient); it has no cuDNN switch")
+        else:
+            self.status("flags applied with torch.nn.attention.sdpa_kernel (cuDNN has its own switch again)")
+        self._apply_flags()
+
+    def action_rotate_priority(self) -> None:
+        if self.session.legacy_api:
+            self.status("the legacy API has no priority order (press l to leave legacy mode)", error=True)
+            return
+        d = self.session.dispatch
+        current = self.priority or (tuple(Backend(n) for n in d.priority_order) if d and d.priority_order else ALL_BACKENDS)
+        self.priority = current[1:] + current[:1]
+        self.status("priority: " + " > ".join(b.label for b in self.priority) + " (sdpa_kernel set_priority=True)")
+        self._apply_flags()
 
     def set_workload(self, workload: Workload) -> None:
         if workload == self.session.workload:

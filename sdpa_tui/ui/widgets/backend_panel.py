@@ -12,7 +12,7 @@ from textual.widgets import Sparkline, Static
 from ...core import kernel_names
 from ...core.backends import Backend
 from ...core.session import BackendRow, BackendState, Session
-from ...exports.comparison import STATUS_TEXT, fmt_num, fmt_tflops
+from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
 MAX_LISTED = 8
 KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}
@@ -56,9 +56,10 @@ class BackendPanel(Vertical):
         yield Sparkline([], id="history", classes="panel-history")
         yield Static(id="kernel", classes="panel-kernel")
 
-    def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool) -> None:
+    def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool, compact: bool = False) -> None:
+        """``compact``: a short terminal; clocks on one line so the main kernel stays visible."""
         state = session.backends[self.backend]
-        key = (state.version, is_pick, is_cpu, row.speedup_vs_math)
+        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact)
         if key == self._shown:
             return
         self._shown = key
@@ -66,8 +67,11 @@ class BackendPanel(Vertical):
         self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
-        self.query_one("#head", Static).update(Group(self._status(state), self._clocks(state, row, is_cpu)), layout=False)
-        self.query_one("#history", Sparkline).data = state.sparkline_values() if state.enabled else []
+        clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu)
+        self.query_one("#head", Static).update(Group(self._status(state), clocks), layout=False)
+        spark = self.query_one("#history", Sparkline)
+        spark.data = state.sparkline_values() if state.enabled else []
+        spark.display = bool(spark.data) and not compact
         self.query_one("#kernel", Static).update(self._kernel(state), layout=False)
 
     # -- pieces ----------------------------------------------------------------------------
@@ -97,10 +101,23 @@ class BackendPanel(Vertical):
             s = window.summary()
             table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
         extra = Text.assemble(
-            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), ("   ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
-            ("   peak ", "bold"), fmt_bytes(state.peak_bytes),
+            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), f" ({fmt_num(row.pct_of_peak, 0, '%')} of peak)",
+            ("  ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
+            ("  mem ", "bold"), fmt_bytes(state.peak_bytes),
+            ("  err ", "bold"), fmt_error(row.max_rel_error),
         )
         return Group(table, extra)
+
+    def _clocks_line(self, state: BackendState, is_cpu: bool) -> Text:
+        if state.status != "ok":
+            return Text("")
+        text = Text()
+        clocks = (("kernel", state.kernel), ("eager", state.eager)) if is_cpu else (("GPU", state.gpu), ("eager", state.eager))
+        for name, window in clocks:
+            s = window.summary()
+            text.append(f"{name} ", style="bold")
+            text.append(f"{fmt_time(s.median if s else None)}  ")
+        return text
 
     def _kernel(self, state: BackendState) -> Text:
         main = state.main_kernel

@@ -1,53 +1,66 @@
-"""The dispatch panel: with the flags as they are, what SDPA picks, and how fast it is."""
+"""The dispatch panel: with the flags as they are, what SDPA picks, and why not the others."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
-from ...core.backends import Backend
+from ...core.backends import ALL_BACKENDS, Backend
 from ...core.session import Session
 from .backend_panel import fmt_time
 
 
+def why_not(session: Session, backend: Backend, pick: Backend | None, order: list[Backend]) -> str:
+    """One line on why SDPA did not use ``backend``: its flag, its eligibility, or the priority."""
+    state = session.backends[backend]
+    eligible, reason = state.eligibility, state.eligibility_reason
+    if not state.enabled:
+        if eligible == "ok":
+            return "flag off (it could run this workload)"
+        return f"flag off; not eligible either: {reason}" if reason else "flag off"
+    if eligible and eligible != "ok":
+        return f"not eligible: {reason}" if reason else eligible.replace("_", " ")
+    if pick is not None and pick in order and backend in order and order.index(backend) > order.index(pick):
+        return f"eligible, but {pick.label} comes first in the priority order"
+    return "eligible"
+
+
 class DispatchPanel(Static):
+    _shown: tuple | None = None
+
     def on_mount(self) -> None:
         self.border_title = "Dispatch"
 
-    _shown: tuple | None = None
-
     def show(self, session: Session) -> None:
         d = session.dispatch
-        pick = session.backends[d.choice].version if d and d.choice else None
-        key = (d, session.enabled, pick, tuple(s.version for s in session.backends.values()) if d and not d.choice else None)
+        key = (d, session.enabled, session.legacy_api, tuple(s.version for s in session.backends.values()))
         if key == self._shown:
             return
         self._shown = key
         text = Text()
-        flags = " ".join(
-            f"{b.short}={'on' if b in session.enabled else 'off'}" for b in Backend
-        )
-        text.append("flags ", style="bold")
-        text.append(flags + "\n")
+        text.append("legacy sdp_kernel " if session.legacy_api else "flags ", style="bold")
+        text.append(" ".join(f"{b.short}{'✓' if b in session.enabled else '✗'}" for b in ALL_BACKENDS))
         if d is None:
-            text.append("asking torch…", style="yellow")
+            text.append("\nasking torch…", style="yellow")
             self.update(text, layout=False)
             return
+        order = [Backend(name) for name in d.priority_order]
         if d.choice is None:
-            text.append("No available kernel", style="bold red")
-            text.append(f": {d.reason}\n" if d.reason else "\n")
-            for backend in Backend:
-                state = session.backends[backend]
-                why = state.reason or state.status
-                text.append(f"  {backend.label}: {why}\n", style="red" if state.enabled else "dim")
+            text.append("\nNo available kernel", style="bold red")
+            text.append(f": {d.reason}" if d.reason else "")
         else:
             state = session.backends[d.choice]
             gpu, eager = state.gpu.summary(), state.eager.summary()
-            text.append("SDPA picks ", style="bold")
+            text.append("\nSDPA picks ", style="bold")
             text.append(d.choice.label, style="bold green")
-            text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}  eager {fmt_time(eager.median if eager else None)}\n")
-        if d.priority_order:
-            order = " > ".join(Backend(name).label for name in d.priority_order)
-            text.append("priority ", style="bold")
-            text.append(order)
+            text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}   eager {fmt_time(eager.median if eager else None)}")
+        if order:
+            text.append("\npriority ", style="bold")
+            text.append(" > ".join(b.label for b in order))
+        if d.note:
+            text.append(f"\n{d.note}", style="yellow")
+        for backend in ALL_BACKENDS:
+            if backend != d.choice:
+                text.append(f"\n{backend.label}: ", style="bold")
+                text.append(why_not(session, backend, d.choice, order), style="dim")
         self.update(text, layout=False)

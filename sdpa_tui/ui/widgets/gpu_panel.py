@@ -36,20 +36,19 @@ class GpuPanel(Static):
         def val(field: str, spec: str = "") -> str:
             return gpu.fmt(field, spec, na=self._na(gpu, field))
 
-        grid.add_row("util", f"{val('utilization_gpu_pct')} % (a kernel was running)")
-        grid.add_row("memory", memory)
-        grid.add_row("clocks", f"SM {val('sm_clock_mhz')} / {val('sm_clock_max_mhz')} MHz · mem {val('mem_clock_mhz')} MHz")
-        grid.add_row("power", f"{val('power_w', '.0f')} / {val('power_limit_w', '.0f')} W · {val('temperature_c')} °C")
         reasons = ", ".join(gpu.clock_event_reasons) if gpu.clock_event_reasons else self._na(gpu, "clock_event_reasons")
-        grid.add_row("throttle", Text(reasons, style="bold red" if gpu.throttled else ""))
         others = gpu.other_processes
         if others:
             names = ", ".join(f"{p.pid} {p.name}".strip() for p in others[:3])
-            grid.add_row("others", Text(f"{len(others)} other process(es): {names} — numbers disturbed", style="bold red"))
-        elif gpu.processes is None:
-            grid.add_row("others", self._na(gpu, "processes"))
+            other_text = Text(f"{len(others)} other process(es): {names}: numbers disturbed", style="bold red")
         else:
-            grid.add_row("others", "none")
+            other_text = Text(self._na(gpu, "processes") if gpu.processes is None else "none")
+        # Most important first: a short terminal cuts the last lines.
+        grid.add_row("util", f"{val('utilization_gpu_pct')} % (a kernel was running) · mem {memory}")
+        grid.add_row("others", other_text)
+        grid.add_row("throttle", Text(reasons, style="bold red" if gpu.throttled else ""))
+        grid.add_row("clocks", f"SM {val('sm_clock_mhz')}/{val('sm_clock_max_mhz')} MHz · mem {val('mem_clock_mhz')} MHz")
+        grid.add_row("power", f"{val('power_w', '.0f')} / {val('power_limit_w', '.0f')} W · {val('temperature_c')} °C")
         self.update(grid, layout=False)
 
     @staticmethod
