@@ -275,6 +275,7 @@ def chart_lines(points: list[SweepPoint], width: int = 80) -> list[Text]:
     crowd = max(len(v) for v in cells.values())
     slot = max(max(len(x) for x in labels) + 1, crowd + 1, 4)
     room = width - axis_width - 2
+    slot = max(slot, min(8, room // len(seqs)))  # few lengths: spread them out
     if slot * len(seqs) > room:  # too many lengths for the width: narrower slots, fewer labels
         slot = max(2, room // len(seqs))
     lines: list[Text] = []

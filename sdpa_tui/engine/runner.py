@@ -40,6 +40,20 @@ _STICKY = ("illegal memory access", "device-side assert", "unspecified launch fa
            "illegal instruction", "misaligned address", "CUDA error: an illegal")
 
 
+FAULT_ENV = "SDPA_TUI_FAULT"
+"""Fault injection for demonstrations and tests: ``device-assert`` makes the first timing slice
+trigger a real device-side assert (a sticky CUDA error); ``exit`` makes the engine die."""
+
+
+def inject_fault(kind: str, device: torch.device) -> None:
+    if kind == "exit":
+        os._exit(9)
+    if kind == "device-assert" and device.type == "cuda":
+        table = torch.zeros(4, device=device)
+        table[torch.tensor([1 << 20], device=device)] += 1  # out of bounds: the kernel asserts
+        torch.cuda.synchronize(device)
+
+
 class StickyCudaError(RuntimeError):
     """An error that poisons the CUDA context: the process must exit."""
 
@@ -72,6 +86,7 @@ class Engine:
         self.stopping = False
         self._eligibility: dict[tuple, dispatch.Eligibility] = {}
         self._peaks: dict[str, float] = {}
+        self._fault = os.environ.get(FAULT_ENV, "")
         self._cursor = 0
 
     # -- main loop -----------------------------------------------------------------------
@@ -272,6 +287,12 @@ class Engine:
             self._check_sticky(exc)
             self._fail(run.backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
             return
+        if self._fault:
+            try:
+                inject_fault(self._fault, self.device)
+            except RuntimeError as exc:
+                self._check_sticky(exc)
+                raise
         run.per_call_us = gpu_us or eager_us
         run.last_sample = time.monotonic()
         run.samples += 1
