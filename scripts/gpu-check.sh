@@ -10,7 +10,8 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
   export PYTHONPATH=$PWD/.site:$PWD
 fi
-steps=${*:-report tests fixtures fidelity ui}
+steps=${*:-report tests fixtures fidelity ui faults}
+gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200|A100|L40S|[A-Z][0-9]+' | head -1 | tr 'A-Z' 'a-z')
 log() { echo "=== $*"; }
 {
   log "machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -33,7 +34,8 @@ log() { echo "=== $*"; }
       ;;
     tests)
       log "pytest (cuda-marked and engine tests)"
-      python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -30
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_engine_cuda.py \
+        tests/test_reasons.py tests/test_trace_backward.py tests/test_trace.py tests/test_kernel_names.py 2>&1 | tail -30
       ;;
     fixtures)
       log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
@@ -42,16 +44,39 @@ log() { echo "=== $*"; }
       log "fidelity"; python3 benchmarks/fidelity.py --json "$OUT/r/fidelity.json"
       ;;
     ui)
-      log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots"
+      log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots" --tag "$gpu_tag"
       log "ui live benchmark"; python3 benchmarks/ui_live.py --device cuda --seconds 20 --json "$OUT/r/ui-live-cuda.json"
       log "tmux: a user's session"
       tmux new-session -d -s user -x 140 -y 45 "python3 -m sdpa_tui --export-dir $OUT/r/exports"
       sleep 12; tmux capture-pane -p -t user > "$OUT/r/tmux-live.txt"
       tmux send-keys -t user f; sleep 4; tmux capture-pane -p -t user > "$OUT/r/tmux-flash-off.txt"
       tmux send-keys -t user s; sleep 6; tmux capture-pane -p -t user > "$OUT/r/tmux-snapshot.txt"
+      tmux send-keys -t user f; sleep 1; tmux send-keys -t user l; sleep 1
+      tmux send-keys -t user f e m; sleep 8; tmux capture-pane -p -t user > "$OUT/r/tmux-legacy-all-off.txt"
+      tmux send-keys -t user l; sleep 1; tmux send-keys -t user f e m; sleep 1; tmux send-keys -t user d d; sleep 10
+      tmux capture-pane -p -t user > "$OUT/r/tmux-fp32.txt"
+      engine=$(pgrep -f "spawn_main" | head -1); echo "killing engine $engine"; kill -9 "$engine"
+      sleep 3; tmux capture-pane -p -t user > "$OUT/r/tmux-engine-killed.txt"
+      sleep 15; tmux capture-pane -p -t user > "$OUT/r/tmux-engine-restarted.txt"
       tmux send-keys -t user q; sleep 3
       log "after q"; tmux has-session -t user 2>/dev/null && echo "tmux session still alive" || echo "app exited"
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      ;;
+    faults)
+      log "OOM: MATH at 64k causal, cuDNN beside it"
+      python3 -m sdpa_tui report --batch 1 --heads 16 --seq 65536 --head-dim 128 --dtype bf16 --causal \
+        --backends cudnn,math --duration 1 --json "$OUT/r/report-oom.json"
+      log "device-side assert in the engine (SDPA_TUI_FAULT=device-assert)"
+      tmux new-session -d -s fault -x 140 -y 45 "SDPA_TUI_FAULT=device-assert python3 -m sdpa_tui"
+      sleep 12; tmux capture-pane -p -t fault > "$OUT/r/tmux-fault-first.txt"
+      sleep 45; tmux capture-pane -p -t fault > "$OUT/r/tmux-fault-gave-up.txt"
+      tmux send-keys -t fault q; sleep 3
+      tmux has-session -t fault 2>/dev/null && echo "fault session still alive" || echo "fault app exited"
+      ;;
+    sweep)
+      log "sweep 256..32768 bf16 causal"
+      python3 -m sdpa_tui sweep --batch 1 --heads 16 --head-dim 128 --dtype bf16 --causal --seq 256:32768 \
+        --duration 0.5 --json "$OUT/r/sweep.json" --markdown "$OUT/r/sweep.md"
       ;;
     esac
   done

@@ -32,24 +32,24 @@ async def wait_for_samples(app, backends, timeout: float = 120.0, count: int = 8
         await asyncio.sleep(0.25)
 
 
-async def shoot(device: str, out: Path, size: tuple[int, int]) -> list[Path]:
+async def shoot(device: str, out: Path, size: tuple[int, int], tag: str) -> list[Path]:
     saved = []
     app = make_app(Workload(), ALL_BACKENDS, device, str(out / "exports"))
     async with app.run_test(size=size) as pilot:
         await wait_for_samples(app, ALL_BACKENDS)
         await pilot.pause(1.0)
-        saved.append(Path(app.save_screenshot(str(out / f"default-{device.replace(':', '')}.svg"))))
+        saved.append(Path(app.save_screenshot(str(out / f"default-{tag}.svg"))))
         await pilot.press("f")
         await pilot.pause(1.0)
         await wait_for_samples(app, ALL_BACKENDS)
         await pilot.pause(1.0)
-        saved.append(Path(app.save_screenshot(str(out / f"flash-off-{device.replace(':', '')}.svg"))))
+        saved.append(Path(app.save_screenshot(str(out / f"flash-off-{tag}.svg"))))
         await pilot.press("f")
         app.set_workload(app.session.workload.with_changes(dtype="fp32"))
         await pilot.pause(1.0)
         await wait_for_samples(app, ALL_BACKENDS)
         await pilot.pause(1.0)
-        saved.append(Path(app.save_screenshot(str(out / f"fp32-not-eligible-{device.replace(':', '')}.svg"))))
+        saved.append(Path(app.save_screenshot(str(out / f"fp32-not-eligible-{tag}.svg"))))
     return saved
 
 
@@ -59,10 +59,11 @@ def main() -> int:
     parser.add_argument("--out", default="screenshots")
     parser.add_argument("--width", type=int, default=140)
     parser.add_argument("--height", type=int, default=45)
+    parser.add_argument("--tag", default=None, help="file name suffix (default: the device)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for path in asyncio.run(shoot(args.device, out, (args.width, args.height))):
+    for path in asyncio.run(shoot(args.device, out, (args.width, args.height), args.tag or args.device.replace(":", ""))):
         print(f"saved {path}")
     return 0
 

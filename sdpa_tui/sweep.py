@@ -138,7 +138,7 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
             write_text_atomic(path, make())
             err.print(f"wrote {path}", highlight=False)
         except OSError as exc:
-            err.print(f"[bold red]sdpa-tui: could not write {exc.filename or path}:[/] {exc.strerror or exc}")
+            err.print(f"[bold red]sdpa-tui: could not write {path}:[/] {exc.strerror or exc}", highlight=False)
             code = code or EXIT_ENGINE
     return code
 

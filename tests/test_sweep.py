@@ -561,3 +561,18 @@ def test_sweep_on_the_cpu_through_the_engine(tmp_path):
     assert [(r["seq"], r["backend"]) for r in rows] == [(str(s), b.value) for s in (32, 64) for b in ALL_BACKENDS]
     assert paths["md"].read_text().startswith("# SDPA sweep")
     assert not list(tmp_path.glob(".sdpa-tui-*"))  # no temporary files left behind
+
+
+def test_an_engine_that_cannot_start_exits_1_and_writes_nothing(tmp_path):
+    """cuda:99 is refused by the engine, with or without a GPU on this box."""
+    path = tmp_path / "sweep.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cuda:99", "--seq", "32,64", "--batch", "1",
+         "--heads", "2", "--head-dim", "16", "--json", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "engine failed" in proc.stderr and "cuda:99" in proc.stderr and "Traceback" not in proc.stderr
+    assert not path.exists() and proc.stdout == ""
+
