@@ -265,7 +265,8 @@ def test_an_aborted_sweep_says_why_for_the_lengths_left():
     sweep = Sweep(sweep_workloads(BASE, (1024, 2048)), (F,))
     sweep.add(made_up_session(sweep.workloads[0], {F: ("ok", 100.0, 4.0)}).rows())
     sweep.abort("the engine failed: illegal memory access")
-    assert [p.status_text for p in sweep.points()] == ["ok", "skipped: not measured: the engine failed: illegal memory access"]
+    assert [p.status_text for p in sweep.points()] == [
+        "ok", "skipped: not measured: the engine failed: illegal memory access"]
 
 
 # ------------------------------------------------------------------ crossovers (MADE-UP point lists)
@@ -307,8 +308,8 @@ def test_a_flip_is_only_between_lengths_where_both_ran():
               pt(2048, F, "not_eligible", reason="seq not a multiple of 8"), pt(2048, E, gpu=90.0),
               pt(4096, F, gpu=150.0), pt(4096, E, gpu=300.0)]
     found = crossovers(points)
-    assert "Flash overtakes Mem-efficient at seq 4096 (GPU/call 150 µs vs 300 µs; at seq 1024: 50.0 µs vs 40.0 µs)" \
-        in found
+    assert ("Flash overtakes Mem-efficient at seq 4096 "
+            "(GPU/call 150 µs vs 300 µs; at seq 1024: 50.0 µs vs 40.0 µs)") in found
     assert "Mem-efficient is the only backend that runs at seq 2048" in found
     assert "Flash is not eligible at seq 2048: seq not a multiple of 8" in found
 
@@ -321,7 +322,8 @@ def test_fastest_by_range_changes_where_the_data_changes():
         "cuDNN is fastest from seq 256 to 512, 1.20x–1.25x ahead of the next fastest (GPU/call)",
         "Flash is fastest at seq 1024 (GPU/call 60.0 µs vs 80.0 µs for cuDNN)",
     ]
-    assert found[2] == "Flash overtakes cuDNN at seq 1024 (GPU/call 60.0 µs vs 80.0 µs; at seq 512: 25.0 µs vs 20.0 µs)"
+    assert found[2] == ("Flash overtakes cuDNN at seq 1024 "
+                        "(GPU/call 60.0 µs vs 80.0 µs; at seq 512: 25.0 µs vs 20.0 µs)")
 
 
 def test_close_times_get_enough_digits_to_differ():
@@ -351,7 +353,8 @@ def test_first_failure_per_backend_only():
 def test_eager_clock_on_the_cpu():
     """MADE-UP CPU points: no GPU clock, so the findings compare eager/call."""
     points = [pt(64, F, eager=30.0), pt(64, M, eager=90.0), pt(64, C, "not_eligible", reason="no CPU implementation"),
-              pt(128, F, eager=40.0), pt(128, M, eager=200.0), pt(128, C, "not_eligible", reason="no CPU implementation")]
+              pt(128, F, eager=40.0), pt(128, M, eager=200.0),
+              pt(128, C, "not_eligible", reason="no CPU implementation")]
     assert crossovers(points) == [
         "Flash is fastest from seq 64 to 128, 3.00x–5.00x ahead of the next fastest (eager/call)",
         "cuDNN is not eligible at any length measured: no CPU implementation",
@@ -413,7 +416,8 @@ def test_crossovers_of_real_rows():
     low = gpu[(512, "FLASH_ATTENTION")] / gpu[(512, "CUDNN_ATTENTION")]  # Flash is second at both
     high = gpu[(8192, "FLASH_ATTENTION")] / gpu[(8192, "CUDNN_ATTENTION")]
     found = crossovers(sweep.points())
-    assert found == [f"cuDNN is fastest from seq 512 to 8192, {low:.2f}x–{high:.2f}x ahead of the next fastest (GPU/call)"]
+    assert found == [
+        f"cuDNN is fastest from seq 512 to 8192, {low:.2f}x–{high:.2f}x ahead of the next fastest (GPU/call)"]
     assert (f"{low:.2f}", f"{high:.2f}") == ("1.40", "2.00")
 
 
@@ -421,7 +425,8 @@ def test_real_rows_with_a_made_up_oom_after_them():
     """REAL points at 512 and 8192, plus a MADE-UP Math OOM at 16384 (torch-style reason)."""
     sweep, _ = real_sweep()
     points = sweep.points() + [pt(16384, M, "oom", reason="out of memory: needed 38.00 GiB more")]
-    assert crossovers(points)[-1] == "Math runs out of memory at seq 16384 (needed 38.00 GiB more; last ran at seq 8192)"
+    assert crossovers(points)[-1] == (
+        "Math runs out of memory at seq 16384 (needed 38.00 GiB more; last ran at seq 8192)")
 
 
 # ------------------------------------------------------------------ output
@@ -483,7 +488,8 @@ def test_chart_puts_slower_higher_and_labels_each_length():
 
 
 def test_chart_of_many_lengths_fits_80_columns():
-    points = [pt(1 << k, b, gpu=(1 << k) * f) for k in range(1, 21) for b, f in ((C, 1.0), (F, 1.5), (E, 2.0), (M, 4.0))]
+    factors = ((C, 1.0), (F, 1.5), (E, 2.0), (M, 4.0))  # MADE-UP
+    points = [pt(1 << k, b, gpu=(1 << k) * f) for k in range(1, 21) for b, f in factors]
     lines = [line.plain for line in chart_lines(points, 80)]
     assert all(len(line.rstrip()) <= 80 for line in lines), lines
 

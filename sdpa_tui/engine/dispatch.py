@@ -80,7 +80,7 @@ def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility
 def oom(exc: BaseException) -> Eligibility:
     text = clean_message(str(exc))
     size = _OOM_SIZE.search(text)
-    reason = f"out of memory: needed {size.group(1)} more" if size else "out of memory"
+    reason = f"needed {size.group(1)} more" if size else "torch could not allocate memory"
     return Eligibility("oom", reason, (text,))
 
 

@@ -146,4 +146,5 @@ class BackendPanel(Vertical):
             text.append(f"\n{fmt_time(kernel.duration_us):>10}  {kernel_names.short_name(kernel.name)}", style="dim")
         if len(ranked) > MAX_LISTED:
             text.append(f"\n{'':>10}  … {len(ranked) - MAX_LISTED} more", style="dim")
+        text.no_wrap, text.overflow = True, "ellipsis"  # one line per fact; the full names are in exports
         return text
