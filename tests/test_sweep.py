@@ -418,7 +418,6 @@ def test_crossovers_of_real_rows():
     found = crossovers(sweep.points())
     assert found == [
         f"cuDNN is fastest from seq 512 to 8192, {low:.2f}x–{high:.2f}x ahead of the next fastest (GPU/call)"]
-    assert (f"{low:.2f}", f"{high:.2f}") == ("1.40", "2.00")
 
 
 def test_real_rows_with_a_made_up_oom_after_them():
