@@ -440,3 +440,20 @@ async def test_q_quits_and_stops_the_engine_and_the_gpu_source() -> None:
         assert not app.is_running
     assert engine.stopped
     assert source.stopped
+
+
+async def test_a_tiny_terminal_gets_a_notice_and_recovers(tmp_path):
+    """Below 60x16 the panels give way to a notice; measuring and the layout come back after."""
+    app, engine, _ = make_test_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        engine.feed_live(app)
+        await pilot.resize_terminal(40, 12)
+        await settle(pilot)
+        assert app.screen.has_class("-tiny")
+        notice = widget_text(app, "#too-small")
+        assert "The terminal is 40x12" in notice and "sdpa-tui report" in notice
+        await pilot.resize_terminal(200, 60)
+        await settle(pilot)
+        assert not app.screen.has_class("-tiny")
+        assert "cudnn_sdpa" in widget_text(app, "#panel-cudnn")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal
@@ -35,10 +36,19 @@ from .widgets.header import EnvironmentHeader
 SAMPLE_INTERVAL_S = 0.25
 """Each enabled backend is sampled about four times a second while live."""
 PROFILE_EVERY_S = 5.0
+MIN_SIZE = (60, 16)
+"""Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
 """Shorter terminals get one-line clocks, so each panel still names its kernel."""
 REDRAW_INTERVAL_S = 0.5
 """The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
+
+
+class MainScreen(Screen):
+    """The app's own screen; it tells the app its size (the app's own Resize is consumed by Textual)."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.app.fit_to(event.size.width, event.size.height)
 
 
 class SdpaApp(App):
@@ -98,6 +108,7 @@ class SdpaApp(App):
         with Horizontal(id="side"):
             yield DispatchPanel(id="dispatch")
             yield GpuPanel(id="gpu")
+        yield Static(id="too-small")
         yield Static(id="status-line")
         yield Footer(compact=True)
 
@@ -110,11 +121,25 @@ class SdpaApp(App):
         self.status("engine starting: the first numbers follow once torch is imported")
         self._redraw()
 
-    def on_resize(self) -> None:
-        compact = self.size.height < COMPACT_BELOW_ROWS
-        if compact != self.screen.has_class("-compact"):
-            self.screen.set_class(compact, "-compact")
-            self._redraw()
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
+
+    @property
+    def main_screen(self) -> Screen:
+        return self.screen_stack[0]
+
+    def fit_to(self, width: int, height: int) -> None:
+        """Choose the layout for a terminal of this size: a notice when too small, compact when short."""
+        screen = self.main_screen
+        screen.set_class(width < MIN_SIZE[0] or height < MIN_SIZE[1], "-tiny")
+        screen.query_one("#too-small", Static).update(
+            f"The terminal is {width}x{height}; sdpa-tui needs at least {MIN_SIZE[0]}x{MIN_SIZE[1]}.\n"
+            "Make it larger (measuring goes on), or use: sdpa-tui report"
+        )
+        compact = height < COMPACT_BELOW_ROWS
+        if compact != screen.has_class("-compact"):
+            screen.set_class(compact, "-compact")
+            self._dirty = True
 
     def on_unmount(self) -> None:
         if self._poller is not None:
@@ -165,17 +190,17 @@ class SdpaApp(App):
         self._dirty = False
         env = self.session.environment
         cpu = bool(env and env.is_cpu)
-        self.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
+        self.main_screen.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
         pick = self.session.dispatch.choice if self.session.dispatch else None
         rows = {row.backend: row for row in self.session.rows()}
-        compact = self.screen.has_class("-compact")
-        for panel in self.query(BackendPanel):
+        compact = self.main_screen.has_class("-compact")
+        for panel in self.main_screen.query(BackendPanel):
             panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu, compact)
-        self.query_one(DispatchPanel).show(self.session)
-        self.query_one(GpuPanel).show(self.gpu, cpu)
+        self.main_screen.query_one(DispatchPanel).show(self.session)
+        self.main_screen.query_one(GpuPanel).show(self.gpu, cpu)
 
     def status(self, text: str, error: bool = False) -> None:
-        line = self.query_one("#status-line", Static)
+        line = self.main_screen.query_one("#status-line", Static)
         line.set_class(error, "-error")
         line.update(f"{time.strftime('%H:%M:%S')}  {text}")
 

@@ -1,0 +1,321 @@
+"""Every way a session ends leaves no engine behind (DESIGN.md fault table: "SSH connection
+drops", "engine process dies").
+
+The real ``python3 -m sdpa_tui --device cpu`` runs in a real terminal: a private tmux server
+(its own socket, no user config), or for one test a pty this test holds. Each test waits for
+live numbers on the screen, ends the session one way, and reads the processes from /proc:
+
+- the UI is the tmux pane's process (started with ``exec``);
+- the engine is its child started by multiprocessing's spawn (``spawn_main`` in its command
+  line); the other child is multiprocessing's resource tracker, which must go too.
+
+A zombie counts as gone: it holds no memory, no GPU context and no file, and in containers
+whose PID 1 does not reap, orphaned zombies stay forever. Exit statuses come from tmux, or
+from the zombie's /proc stat when tmux has not collected it.
+
+A few app starts of a couple of seconds each (the engine imports torch); waits are bounded by
+deadlines, never fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import os
+import pty
+import re
+import shlex
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ARGS = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "64", "--head-dim", "32"]
+LIVE = re.compile(r"eager\s+[\d.,]+ (µs|ms)")
+LIVE_TIMEOUT_S = 60.0
+GONE_TIMEOUT_S = 10.0
+RESTART_TIMEOUT_S = 30.0
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG is Linux-only"),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal for the app)"),
+]
+
+T = TypeVar("T")
+_sessions = itertools.count()
+
+
+# ------------------------------------------------------------------------- processes (/proc)
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat from field 3 (state) on; None once the pid is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def zombie_exit_status(pid: int) -> int | None:
+    """Exit status of a zombie not yet collected by its parent (stat field 52, waitpid form)."""
+    fields = _stat(pid)
+    if fields is None or fields[0] != "Z" or len(fields) < 50:
+        return None
+    raw = int(fields[49])
+    return raw >> 8 if raw & 0x7F == 0 else 128 + (raw & 0x7F)
+
+
+def children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.update(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def engine_of(ui_pid: int) -> int | None:
+    engines = [c for c in children(ui_pid) if alive(c) and "spawn_main" in cmdline(c)]
+    return engines[0] if len(engines) == 1 else None
+
+
+def wait_for(condition: Callable[[], T | None], timeout: float, what: str, every: float = 0.1) -> T:
+    """Poll ``condition`` until it returns something other than None or False; return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(every)
+
+
+def assert_all_gone(pids: set[int], what: str) -> None:
+    wait_for(lambda: not any(alive(p) for p in pids), GONE_TIMEOUT_S,
+             f"{what}: still running: " + ", ".join(f"{p} {cmdline(p)[:80]!r}" for p in pids if alive(p)))
+
+
+def kill_quietly(pids: set[int]) -> None:
+    for pid in pids:
+        if alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+# ------------------------------------------------------------------------------ the terminal
+class TmuxApp:
+    """The app in a tmux pane of a private tmux server; the pane stays after the app exits
+    (remain-on-exit) so its screen and exit status can be read, unless the session is killed."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.socket = f"sdpa-lifecycle-{os.getpid()}-{next(_sessions)}"
+        self.target = "app"
+        self.config = tmp_path / "tmux.conf"
+        self.config.write_text("set-option -g remain-on-exit on\n")
+        self.export_dir = tmp_path / "exports"
+        self.ui_pid = 0
+        self.seen: set[int] = set()  # every process of the app's tree seen so far
+
+    def tmux(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run(["tmux", "-L", self.socket, "-f", str(self.config), *args],
+                              capture_output=True, text=True, timeout=30)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tmux {' '.join(args)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "sdpa_tui", *ARGS, "--export-dir", str(self.export_dir)]
+        command = f"exec env PYTHONPATH={shlex.quote(str(REPO))} " + shlex.join(argv)
+        self.tmux("new-session", "-d", "-s", self.target, "-x", "120", "-y", "40", "-c", str(REPO), command)
+        self.ui_pid = int(self.tmux("display-message", "-p", "-t", self.target, "#{pane_pid}").strip())
+        self.seen.add(self.ui_pid)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", self.target, check=False)
+
+    def engine(self) -> int | None:
+        pid = engine_of(self.ui_pid)
+        if pid:
+            self.seen.add(pid)
+        return pid
+
+    def tree(self) -> set[int]:
+        """The UI and every child it has now (engine, resource tracker)."""
+        now = {self.ui_pid, *children(self.ui_pid)}
+        self.seen |= now
+        return now
+
+    def wait_live(self) -> int:
+        """Wait for live numbers; return the engine's pid."""
+        try:
+            wait_for(lambda: LIVE.search(self.screen()), LIVE_TIMEOUT_S, "live numbers on the screen", every=0.2)
+        except AssertionError:
+            raise AssertionError("no live numbers; the screen:\n" + self.screen()) from None
+        return wait_for(self.engine, 5.0, "one engine process under the UI")
+
+    def send(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", self.target, *keys)
+
+    def exit_status(self) -> int:
+        """The UI's exit status: from tmux, or from its zombie when tmux has not collected it."""
+        def status() -> int | None:
+            code = zombie_exit_status(self.ui_pid)
+            if code is not None:
+                return code
+            dead, _, value = self.tmux("display-message", "-p", "-t", self.target,
+                                       "#{pane_dead} #{pane_dead_status}", check=False).strip().partition(" ")
+            return int(value) if dead == "1" and value.isdigit() else None
+
+        return wait_for(status, GONE_TIMEOUT_S, "the UI's exit status")
+
+    def close(self) -> None:
+        self.tmux("kill-server", check=False)
+        kill_quietly(self.seen)
+
+
+@pytest.fixture
+def app(tmp_path: Path):
+    running = TmuxApp(tmp_path)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.close()
+
+
+# -------------------------------------------------------------------------------- the tests
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_signal_ends_the_app_cleanly_and_stops_the_engine(app: TmuxApp, sig: signal.Signals) -> None:
+    app.wait_live()
+    tree = app.tree()
+    assert app.engine() in tree
+    os.kill(app.ui_pid, sig)
+    assert_all_gone(tree, f"after {sig.name} to the UI")
+    # the orderly exit, not death by the signal: exit status 128+n, and the line printed
+    # once the app has returned (engine stopped, terminal restored)
+    assert app.exit_status() == 128 + sig
+    assert f"{sig.name} received: engine stopped" in app.screen()
+
+
+def test_closing_the_terminal_stops_everything(app: TmuxApp) -> None:
+    """tmux kill-session closes the pty master, as sshd does when the connection drops."""
+    app.wait_live()
+    tree = app.tree()
+    app.tmux("kill-session", "-t", app.target)
+    assert_all_gone(tree, "after the terminal closed")
+
+
+@pytest.mark.parametrize("key", ["q", "C-c"], ids=["q", "ctrl+c"])
+def test_quit_keys_stop_everything_with_status_0(app: TmuxApp, key: str) -> None:
+    """Textual 8 binds ctrl+c to a 'press ctrl+q to quit' notice; sdpa-tui makes it quit."""
+    app.wait_live()
+    tree = app.tree()
+    app.send(key)
+    assert_all_gone(tree, f"after {key}")
+    assert app.exit_status() == 0
+
+
+def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
+    first = app.wait_live()
+    os.kill(first, signal.SIGKILL)
+    died = wait_for(lambda: next((s for s in [app.screen()] if "engine died" in s), None),
+                    GONE_TIMEOUT_S, "'engine died' on the screen")
+    assert alive(app.ui_pid)
+    assert LIVE.search(died), "the numbers measured before the crash were dropped:\n" + died
+    second = wait_for(lambda: next((e for e in [app.engine()] if e and e != first), None),
+                      RESTART_TIMEOUT_S, "a new engine process")
+
+    def live_again() -> bool:
+        lines = app.screen().splitlines()
+        header, status_line = (lines[0], lines[-2]) if len(lines) >= 2 else ("", "")
+        return bool(LIVE.search("\n".join(lines)) and "engine ready" in status_line
+                    and "died" not in header and "restarting" not in header)
+
+    wait_for(live_again, RESTART_TIMEOUT_S, "live again after the restart", every=0.2)
+    assert alive(app.ui_pid) and alive(second)
+    tree = app.tree()
+    app.send("q")
+    assert_all_gone(tree, "after q, following a restart")
+    assert app.exit_status() == 0
+
+
+def test_a_killed_ui_takes_the_engine_with_it(app: TmuxApp) -> None:
+    """Nothing runs in the UI after SIGKILL: PR_SET_PDEATHSIG ends the engine. The pane
+    stays (remain-on-exit), so the terminal does not hang up: only the death signal acts."""
+    engine = app.wait_live()
+    tree = app.tree()
+    os.kill(app.ui_pid, signal.SIGKILL)
+    assert_all_gone({engine}, "the engine after its UI was killed")
+    assert_all_gone(tree, "after the UI was killed")
+
+
+def test_a_terminal_that_goes_away_without_a_signal_ends_the_app(tmp_path: Path) -> None:
+    """The app's pty is not its controlling terminal here, so closing it sends no SIGHUP:
+    the app has to notice the hang-up itself (input hung up, writes failing with EIO).
+    Without that, Textual's output thread dies on EIO, its input thread spins, and the app
+    and engine run on with no terminal."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sdpa_tui", *ARGS, "--export-dir", str(tmp_path / "exports")],
+        stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, start_new_session=True,
+    )
+    os.close(slave)
+    output = bytearray()
+
+    def drain() -> None:  # a terminal reads what the app writes, or the app would block
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            output.extend(data)
+
+    threading.Thread(target=drain, daemon=True).start()
+    ansi = re.compile(r"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+    seen = {proc.pid}
+    try:
+        wait_for(lambda: LIVE.search(ansi.sub("", output.decode("utf-8", "replace"))),
+                 LIVE_TIMEOUT_S, "live numbers in the app's output", every=0.2)
+        engine = wait_for(lambda: engine_of(proc.pid), 5.0, "one engine process under the UI")
+        tree = {proc.pid, *children(proc.pid)}
+        seen |= tree
+        os.close(master)
+        master = -1
+        assert proc.wait(GONE_TIMEOUT_S) == 128 + signal.SIGHUP
+        assert_all_gone(tree - {proc.pid} | {engine}, "after the terminal went away")
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_quietly(seen)
