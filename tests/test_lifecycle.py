@@ -138,6 +138,7 @@ class TmuxApp:
         self.config = tmp_path / "tmux.conf"
         self.config.write_text("set-option -g remain-on-exit on\n")
         self.export_dir = tmp_path / "exports"
+        self.log = tmp_path / "terminal.log"
         self.ui_pid = 0
         self.seen: set[int] = set()  # every process of the app's tree seen so far
 
@@ -154,6 +155,12 @@ class TmuxApp:
         self.tmux("new-session", "-d", "-s", self.target, "-x", "120", "-y", "40", "-c", str(REPO), command)
         self.ui_pid = int(self.tmux("display-message", "-p", "-t", self.target, "#{pane_pid}").strip())
         self.seen.add(self.ui_pid)
+        # what the app writes to its terminal, as bytes (the screen alone cannot tell whether
+        # the terminal was given back: tmux redraws a dead pane its own way)
+        self.tmux("pipe-pane", "-t", self.target, "-o", f"cat >> {shlex.quote(str(self.log))}")
+
+    def terminal_output(self) -> bytes:
+        return self.log.read_bytes() if self.log.exists() else b""
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", self.target, check=False)
@@ -216,10 +223,13 @@ def test_a_signal_ends_the_app_cleanly_and_stops_the_engine(app: TmuxApp, sig: s
     assert app.engine() in tree
     os.kill(app.ui_pid, sig)
     assert_all_gone(tree, f"after {sig.name} to the UI")
-    # the orderly exit, not death by the signal: exit status 128+n, and the line printed
-    # once the app has returned (engine stopped, terminal restored)
+    # the orderly exit, not death by the signal: exit status 128+n (a death by the signal
+    # has none), the terminal given back (alternate screen left), then the goodbye line
     assert app.exit_status() == 128 + sig
-    assert f"{sig.name} received: engine stopped" in app.screen()
+    goodbye = f"{sig.name} received: engine stopped".encode()
+    output = wait_for(lambda: next((o for o in [app.terminal_output()] if goodbye in o), None),
+                      GONE_TIMEOUT_S, "the goodbye line in the terminal")
+    assert output.rfind(b"\x1b[?1049l") < output.rfind(goodbye), "the alternate screen was not left"
 
 
 def test_closing_the_terminal_stops_everything(app: TmuxApp) -> None:
