@@ -151,7 +151,8 @@ class TmuxApp:
 
     def start(self) -> None:
         argv = [sys.executable, "-m", "sdpa_tui", *ARGS, "--export-dir", str(self.export_dir)]
-        command = f"exec env PYTHONPATH={shlex.quote(str(REPO))} " + shlex.join(argv)
+        # COLUMNS/LINES (set by some shells and CI runners) would override the pty's size
+        command = f"exec env -u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(REPO))} " + shlex.join(argv)
         self.tmux("new-session", "-d", "-s", self.target, "-x", "120", "-y", "40", "-c", str(REPO), command)
         self.ui_pid = int(self.tmux("display-message", "-p", "-t", self.target, "#{pane_pid}").strip())
         self.seen.add(self.ui_pid)
@@ -260,13 +261,15 @@ def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
     second = wait_for(lambda: next((e for e in [app.engine()] if e and e != first), None),
                       RESTART_TIMEOUT_S, "a new engine process")
 
-    def live_again() -> bool:
-        lines = app.screen().splitlines()
-        header, status_line = (lines[0], lines[-2]) if len(lines) >= 2 else ("", "")
-        return bool(LIVE.search("\n".join(lines)) and "engine ready" in status_line
-                    and "died" not in header and "restarting" not in header)
+    def live_again() -> bool:  # the header and status line no longer speak of the death
+        screen = app.screen()
+        return bool(LIVE.search(screen) and "engine ready" in screen
+                    and "died" not in screen and "restarting" not in screen)
 
-    wait_for(live_again, RESTART_TIMEOUT_S, "live again after the restart", every=0.2)
+    try:
+        wait_for(live_again, RESTART_TIMEOUT_S, "live again after the restart", every=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the screen:\n{app.screen()}") from None
     assert alive(app.ui_pid) and alive(second)
     tree = app.tree()
     app.send("q")
@@ -291,7 +294,8 @@ def test_a_terminal_that_goes_away_without_a_signal_ends_the_app(tmp_path: Path)
     and engine run on with no terminal."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(REPO))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(TERM="xterm-256color", PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
         [sys.executable, "-m", "sdpa_tui", *ARGS, "--export-dir", str(tmp_path / "exports")],
         stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env, start_new_session=True,

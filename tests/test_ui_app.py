@@ -457,3 +457,44 @@ async def test_a_tiny_terminal_gets_a_notice_and_recovers(tmp_path):
         await settle(pilot)
         assert not app.screen.has_class("-tiny")
         assert "cudnn_sdpa" in widget_text(app, "#panel-cudnn")
+
+
+def fake_series(workloads, enabled, device, **_):
+    """Stands in for measure_series: one Session per length, from the fake engine's records,
+    with MATH out of memory from seq 16384 on (as it was on the H100, where it ran out at 32768)."""
+    from sdpa_tui.core.records import BackendStatus, Ready
+    from sdpa_tui.core.session import Session
+    from ui_fakes import H200, live_records
+
+    for workload in workloads:
+        session = Session(workload, enabled)
+        cid = session.next_config_id()
+        session.apply(Ready(H200))
+        for record in live_records(cid, enabled, count=6):
+            session.apply(record)
+        if workload.seq >= 16384 and Backend.MATH in enabled:
+            session.apply(BackendStatus(cid, Backend.MATH, "oom", "needed 64.00 GiB more"))
+        yield session
+
+
+async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_path, monkeypatch):
+    import sdpa_tui.ui.screens.sweep as sweep_screen
+
+    monkeypatch.setattr(sweep_screen, "measure_series", fake_series)
+    app, engine, _ = make_test_app(tmp_path)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        engine.feed_live(app)
+        await settle(pilot)
+        await pilot.press("v")
+        assert engine.paused[-1] is True
+        await settle(pilot, until=lambda: app.screen.sweep.done)
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        assert "32768" in text and "OOM" in text
+        app.screen.query_one("#sweep-body").scroll_end(animate=False)
+        await pilot.pause(0.2)
+        assert "Math runs out of memory at seq 16384" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert engine.paused[-1] is False

@@ -26,6 +26,7 @@ from ..engine.supervisor import EngineDied, EngineStarting
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import EngineEvent, EngineRecords, GpuUpdate
 from .screens.help import HelpScreen
+from .screens.sweep import SweepScreen
 from .screens.workload_form import WorkloadForm
 from .snapshots import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
@@ -70,6 +71,7 @@ class SdpaApp(App):
         Binding("b", "toggle_direction", "Fwd/Bwd", show=False),
         Binding("s", "snapshot", "Snapshot"),
         Binding("t", "trace", "Trace", show=False),
+        Binding("v", "sweep", "Sweep", show=False),
         Binding("l", "toggle_legacy", "Legacy API", show=False),
         Binding("p", "rotate_priority", "Priority", show=False),
         Binding("r", "restart_engine", "Restart", show=False),
@@ -83,8 +85,10 @@ class SdpaApp(App):
         engine: Any,
         gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
         export_dir: str = "sdpa-tui-exports",
+        device: str = "cuda",
     ) -> None:
         super().__init__()
+        self.device = device
         self.session = session
         self.engine = engine
         self.gpu_source = gpu_source
@@ -317,6 +321,22 @@ class SdpaApp(App):
     def action_restart_engine(self) -> None:
         self.engine.retry()
         self.status("retrying the engine")
+
+    def action_sweep(self) -> None:
+        """Sweep the sequence length with the enabled backends; the live engine rests meanwhile."""
+        env = self.session.environment
+        if env is None:
+            self.status("the engine is still starting: try the sweep in a moment", error=True)
+            return
+        was_paused = self.paused
+        self.engine.set_paused(True)
+        self.status("sweeping the sequence length; live measuring is paused")
+
+        def done(_: None) -> None:
+            self.engine.set_paused(was_paused)
+            self.status("sweep closed; measuring again" if not was_paused else "sweep closed")
+
+        self.push_screen(SweepScreen(self.session.workload, self.session.enabled, self.device, env.is_cpu), done)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.BINDINGS))

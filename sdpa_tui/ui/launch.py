@@ -90,7 +90,7 @@ def make_app(
         poller.start()
         return _PollerWithOwnPids(poller, app)
 
-    app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir)
+    app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir, device=device)
     app.priority = priority
     app.engine = EngineSupervisor(
         device,
