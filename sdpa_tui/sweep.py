@@ -189,17 +189,7 @@ def _seq_label(seq: int) -> str:
 
 def describe_base(workload: Workload, kv_fixed: int | None) -> str:
     """``[2, 8, N, 64] fp16, causal``: the workload with the swept length as N."""
-    text = f"[{workload.batch}, {workload.heads}, N, {workload.head_dim}] {workload.dtype}"
-    extras = []
-    if workload.gqa:
-        extras.append(f"kv heads {workload.kv_heads}")
-    if kv_fixed is not None:
-        extras.append(f"kv len {kv_fixed}")
-    if workload.mask != "none":
-        extras.append(workload.mask)
-    if workload.backward:
-        extras.append("fwd+bwd")
-    return text + (" " + ", ".join(extras) if extras else "")
+    return workload.describe(swept=True, kv_fixed=kv_fixed is not None)
 
 
 def _columns(sweep: Sweep, points: list[SweepPoint]) -> tuple[list[Backend], set[Backend]]:

@@ -70,13 +70,14 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] not in ("Z", "X")
 
 
-def zombie_exit_status(pid: int) -> int | None:
-    """Exit status of a zombie not yet collected by its parent (stat field 52, waitpid form)."""
+def zombie_exit(pid: int) -> tuple[str, int] | None:
+    """How a zombie not yet collected by its parent ended: ("status", n) or ("signal", n)
+    (/proc stat field 52, in waitpid's form)."""
     fields = _stat(pid)
     if fields is None or fields[0] != "Z" or len(fields) < 50:
         return None
     raw = int(fields[49])
-    return raw >> 8 if raw & 0x7F == 0 else 128 + (raw & 0x7F)
+    return ("status", raw >> 8) if raw & 0x7F == 0 else ("signal", raw & 0x7F)
 
 
 def children(pid: int) -> set[int]:
@@ -190,16 +191,24 @@ class TmuxApp:
         self.tmux("send-keys", "-t", self.target, *keys)
 
     def exit_status(self) -> int:
-        """The UI's exit status: from tmux, or from its zombie when tmux has not collected it."""
-        def status() -> int | None:
-            code = zombie_exit_status(self.ui_pid)
-            if code is not None:
-                return code
-            dead, _, value = self.tmux("display-message", "-p", "-t", self.target,
-                                       "#{pane_dead} #{pane_dead_status}", check=False).strip().partition(" ")
-            return int(value) if dead == "1" and value.isdigit() else None
+        """The UI's exit status: from tmux, or from its zombie when tmux has not collected it
+        (tmux sometimes marks the pane dead long before it reaps the process)."""
+        def ended() -> tuple[str, int] | None:
+            how = zombie_exit(self.ui_pid)
+            if how is not None:
+                return how
+            dead, status, sig = (self.tmux("display-message", "-p", "-t", self.target,
+                                           "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}",
+                                           check=False).strip().split(":") + ["", "", ""])[:3]
+            if dead == "1" and status.isdigit():
+                return ("status", int(status))
+            if dead == "1" and sig.isdigit():
+                return ("signal", int(sig))
+            return None
 
-        return wait_for(status, GONE_TIMEOUT_S, "the UI's exit status")
+        how, value = wait_for(ended, GONE_TIMEOUT_S, "the UI's exit status")
+        assert how == "status", f"the UI did not exit: it was killed by signal {value}"
+        return value
 
     def close(self) -> None:
         self.tmux("kill-server", check=False)

@@ -77,13 +77,18 @@ class Workload:
         kv = 2 * self.batch * self.kv_heads * self.kv_seq * self.head_dim
         return (q_and_out + kv) * size
 
-    def describe(self) -> str:
-        """``[2, 8, 512, 64] fp16`` plus whatever differs from the plain case."""
-        text = f"[{self.batch}, {self.heads}, {self.seq}, {self.head_dim}] {self.dtype}"
+    def describe(self, swept: bool = False, kv_fixed: bool = False) -> str:
+        """``[2, 8, 512, 64] fp16`` plus whatever differs from the plain case.
+
+        ``swept``: the sequence length shows as N (a sweep); ``kv_fixed``: the kv length stays
+        put while N varies, so it is named.
+        """
+        seq = "N" if swept else str(self.seq)
+        text = f"[{self.batch}, {self.heads}, {seq}, {self.head_dim}] {self.dtype}"
         extras = []
         if self.gqa:
             extras.append(f"kv heads {self.kv_heads}")
-        if self.kv_seq != self.seq:
+        if (kv_fixed if swept else self.kv_seq != self.seq):
             extras.append(f"kv len {self.kv_seq}")
         if self.mask != "none":
             extras.append(self.mask)
