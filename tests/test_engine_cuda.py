@@ -140,3 +140,11 @@ def test_report_on_the_gpu_keeps_torch_output_off_the_terminal():
     for line in proc.stderr.splitlines():
         assert not any(marker in line for marker in TORCH_MARKERS), f"torch output leaked: {line!r}"
     assert "SDPA backends" in proc.stdout and "cuda" in proc.stdout
+
+
+def test_math_that_clearly_cannot_fit_is_not_launched_and_the_others_go_on():
+    huge = Workload(batch=1, heads=16, kv_heads=16, seq=65536, kv_seq=65536, head_dim=128, dtype="bf16", mask="causal")
+    session = measure(huge, (Backend.CUDNN, Backend.MATH), device="cuda", duration_s=0.5, timeout_s=DEADLINE_S)
+    math = session.backends[Backend.MATH]
+    assert math.status == "oom" and "not launched" in math.reason
+    assert session.backends[Backend.CUDNN].status == "ok"

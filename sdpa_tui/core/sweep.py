@@ -26,7 +26,9 @@ SKIPPED = "skipped"
 MAX_POINTS = 64
 """More lengths than this in one sweep is a typo (a range of powers of two has at most 21)."""
 
-_SIZE = re.compile(r"needed ([\d.,]+ ?[KMGT]?i?B) more")
+_SIZE = re.compile(r"(needed [\d.,]+ ?[KMGT]?i?B more|needs at least [\d.,]+ ?[KMGT]?i?B)")
+"""How much memory an OOM reason says was wanted: torch's failed allocation, or the engine's
+estimate for MATH (which is not launched when it clearly cannot fit)."""
 
 
 # ------------------------------------------------------------------ the lengths asked for
@@ -396,7 +398,7 @@ def _failures(seqs, backends, by) -> list[str]:
             inputs_oom.setdefault(p.seq, []).append(p)
     for seq, pts in sorted(inputs_oom.items()):
         size = _SIZE.search(pts[0].reason)
-        need = f" (needed {size.group(1)} more)" if size else ""
+        need = f" ({size.group(1)})" if size else ""
         lines.append(f"At seq {seq} the inputs themselves do not fit in memory{need}: no backend runs there")
     for b in backends:
         p = first.get(b)
@@ -406,7 +408,7 @@ def _failures(seqs, backends, by) -> list[str]:
         last = f"last ran at seq {ran_before[-1]}" if ran_before else ""
         if p.status == OOM:
             size = _SIZE.search(p.reason)
-            detail = "; ".join(x for x in (f"needed {size.group(1)} more" if size else "", last) if x)
+            detail = "; ".join(x for x in (size.group(1) if size else "", last) if x)
             lines.append(f"{b.label} runs out of memory at seq {p.seq}" + (f" ({detail})" if detail else ""))
         else:
             lines.append(f"{b.label} fails at seq {p.seq}: {p.reason or 'error'}" + (f" ({last})" if last else ""))

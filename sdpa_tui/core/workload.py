@@ -77,6 +77,15 @@ class Workload:
         kv = 2 * self.batch * self.kv_heads * self.kv_seq * self.head_dim
         return (q_and_out + kv) * size
 
+    @property
+    def math_bytes_lower_bound(self) -> int:
+        """MATH materialises the attention matrix: scores and probabilities, in fp32 at least.
+
+        A lower bound (on an H100, [1, 16, 8192, 128] bf16 causal used 9,728 MiB where this
+        says 8,192 MiB): past the free memory, launching MATH cannot succeed.
+        """
+        return 2 * self.batch * self.heads * self.seq * self.kv_seq * 4
+
     def describe(self, swept: bool = False, kv_fixed: bool = False) -> str:
         """``[2, 8, 512, 64] fp16`` plus whatever differs from the plain case.
 

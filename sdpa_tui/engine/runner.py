@@ -186,6 +186,10 @@ class Engine:
 
     def _reference(self) -> "torch.Tensor | str":
         """The float64 output to compare against, or why there is none."""
+        if self.device.type == "cuda":
+            need = self.config.workload.math_bytes_lower_bound * 2  # float64 scores
+            if need > torch.cuda.mem_get_info(self.device)[0]:
+                return f"the float64 reference would need at least {need / 2**30:.1f} GiB: not computed"
         try:
             return quality.reference_output(self.inputs)
         except torch.OutOfMemoryError:
@@ -212,13 +216,26 @@ class Engine:
         """Probe once per workload and backend: torch warns some reasons only once per process."""
         key = (self.config.workload, backend)
         if key not in self._eligibility:
-            verdict = dispatch.probe(self.inputs, backend, self.device)
+            verdict = self._clearly_too_big(backend) or dispatch.probe(self.inputs, backend, self.device)
             if verdict.status == "oom":
                 self._free_memory()
             else:
                 self._eligibility[key] = verdict
             return verdict
         return self._eligibility[key]
+
+    def _clearly_too_big(self, backend: Backend) -> dispatch.Eligibility | None:
+        """MATH's O(N²) memory, estimated before launching what cannot fit (an OOM costs seconds)."""
+        if backend is not Backend.MATH or self.device.type != "cuda":
+            return None
+        need = self.config.workload.math_bytes_lower_bound
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if need <= free:
+            return None
+        return dispatch.Eligibility(
+            "oom", f"needs at least {need / 2**30:.2f} GiB, {free / 2**30:.2f} GiB free: not launched",
+            (f"estimate: 2 x batch x heads x seq x kv_seq x 4 bytes = {need:,} bytes; free: {free:,} bytes",),
+        )
 
     def _prepare(self, backend: Backend) -> BackendRun:
         step = self.inputs.step()

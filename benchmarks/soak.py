@@ -1,0 +1,313 @@
+"""Soak the live app: does anything grow while it runs for a long time?
+
+Runs the real app (``make_app``: engine process, NVML poller) headless with Textual's
+``run_test``, presses keys as a restless user would (flags, causal, dtype, direction, seq ×2
+/ ÷2) and, every few seconds, records what could leak: the UI process's RSS, open file
+descriptors and threads, the engine's RSS and descriptors, the GPU memory NVML sees the
+engine use, engine restarts, and history rows. Optionally kills the engine now and then to
+soak the restart path too.
+
+    python3 benchmarks/soak.py --device cuda --minutes 60
+    python3 benchmarks/soak.py --device cpu --minutes 60 --kill-engine-every 120
+
+Prints first / last / max and a least-squares slope per hour for each series, and writes
+benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
+own RSS, descriptors and threads are the UI's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
+from sdpa_tui.core.workload import Workload  # noqa: E402
+from sdpa_tui.engine.supervisor import EngineDied, EngineStarting  # noqa: E402
+from sdpa_tui.ui.launch import make_app  # noqa: E402
+
+SIZE = (120, 40)
+FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")
+"""One round of key presses; the pairs put each setting back, so the workload stays small.
+``d`` cycles the dtype (three presses make a full turn, over three rounds)."""
+SERIES = ("ui_rss_mib", "ui_fds", "ui_threads", "engine_rss_mib", "engine_fds", "engine_gpu_mib",
+          "engine_restarts", "history_rows")
+FIRST_SAMPLE_TIMEOUT_S = 180.0
+
+
+# ------------------------------------------------------------------------------- /proc reads
+def rss_mib(pid: int | str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return None
+
+
+def open_fds(pid: int | str) -> int | None:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return fields[0] not in ("Z", "X")
+
+
+class GpuMemory:
+    """GPU memory NVML sees a process use (None on the CPU or where NVML cannot tell)."""
+
+    def __init__(self, device: str) -> None:
+        self.reader = None
+        self.why = "--device cpu"
+        if device != "cpu":
+            from sdpa_tui.telemetry.nvml import NvmlReader
+
+            index = int(device.split(":", 1)[1]) if ":" in device else 0
+            self.reader = NvmlReader(index)
+            self.why = None if self.reader.open() else (self.reader.reason or "NVML unavailable")
+
+    def of(self, pid: int | None) -> float | None:
+        if self.reader is None or self.why or pid is None:
+            return None
+        processes = self.reader.snapshot(own_pids={pid}).processes or ()
+        used = [p.used_bytes for p in processes if p.pid == pid and p.used_bytes is not None]
+        return sum(used) / 2**20 if used else None
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+# ------------------------------------------------------------------------------- the run
+class Soak:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.samples: list[dict[str, Any]] = []
+        self.starts = 0
+        self.gave_up = False
+        self.kills = 0
+        self.flips = 0
+        self.engine_pids: set[int] = set()
+        self.stop = asyncio.Event()
+        self.gpu = GpuMemory(args.device)
+
+    def watch_engine_events(self, app: Any) -> None:
+        """Count engine starts (restarts = starts - 1) as the supervisor reports them."""
+        supervisor = app.engine
+        forward = supervisor.on_event
+
+        def on_event(event: object) -> None:
+            if isinstance(event, EngineStarting):
+                self.starts += 1
+            elif isinstance(event, EngineDied) and event.retry_in_s is None:
+                self.gave_up = True
+            forward(event)
+
+        supervisor.on_event = on_event
+
+    async def sample(self, app: Any, t0: float) -> dict[str, Any]:
+        pid = app.engine.engine_pid
+        if pid:
+            self.engine_pids.add(pid)
+        gpu = await asyncio.to_thread(self.gpu.of, pid)  # NVML calls take milliseconds
+        row = {
+            "elapsed_s": round(time.monotonic() - t0, 2),
+            "ui_rss_mib": rss_mib("self"),
+            "ui_fds": open_fds("self"),
+            "ui_threads": len(os.listdir("/proc/self/task")),
+            "engine_pid": pid,
+            "engine_rss_mib": rss_mib(pid) if pid else None,
+            "engine_fds": open_fds(pid) if pid else None,
+            "engine_gpu_mib": gpu,
+            "engine_restarts": max(0, self.starts - 1),
+            "history_rows": sum(len(s.history) for s in app.session.backends.values()),
+            "workload": app.session.workload.describe(),
+        }
+        self.samples.append(row)
+        return row
+
+    async def run(self) -> None:
+        args = self.args
+        workload = Workload(batch=args.batch, heads=args.heads, kv_heads=args.heads, seq=args.seq,
+                            kv_seq=args.seq, head_dim=args.head_dim, dtype=args.dtype)
+        app = make_app(workload, ALL_BACKENDS, args.device, os.path.join(tempfile.gettempdir(), "sdpa-tui-soak-exports"))
+        self.watch_engine_events(app)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop.set)  # stop early, still write the results
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await self._wait_for_first_sample(app, pilot)
+                t0 = time.monotonic()
+                end = t0 + args.minutes * 60.0
+                next_flip = t0 + args.flip_every
+                next_sample = t0
+                next_kill = t0 + args.kill_engine_every if args.kill_engine_every > 0 else float("inf")
+                while not self.stop.is_set():
+                    now = time.monotonic()
+                    if now >= next_sample:
+                        row = await self.sample(app, t0)
+                        self._progress(row)
+                        next_sample += args.sample_every
+                    if now >= end:
+                        break
+                    if now >= next_flip:
+                        await pilot.press(FLIPS[self.flips % len(FLIPS)])
+                        self.flips += 1
+                        next_flip += args.flip_every
+                    if now >= next_kill:
+                        self._kill_engine(app)
+                        next_kill += args.kill_engine_every
+                    if self.gave_up:  # the supervisor stopped retrying: ask again, as a user would
+                        self.gave_up = False
+                        await pilot.press("r")
+                    await asyncio.sleep(max(0.05, min(next_sample, next_flip, next_kill, end) - time.monotonic()))
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            self.gpu.close()
+
+    async def _wait_for_first_sample(self, app: Any, pilot: Any) -> None:
+        deadline = time.monotonic() + FIRST_SAMPLE_TIMEOUT_S
+        while not any(s.history for s in app.session.backends.values()):
+            if time.monotonic() > deadline or self.stop.is_set():
+                raise SystemExit(f"soak: no sample within {FIRST_SAMPLE_TIMEOUT_S:.0f} s")
+            await pilot.pause(0.2)
+
+    def _kill_engine(self, app: Any) -> None:
+        pid = app.engine.engine_pid
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            self.kills += 1
+            print(f"  killed engine {pid} (SIGKILL #{self.kills})", flush=True)
+
+    def _progress(self, row: dict[str, Any]) -> None:
+        fmt = lambda v: "n/a" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))  # noqa: E731
+        print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'])} MiB {fmt(row['ui_fds'])} fds "
+              f"{fmt(row['ui_threads'])} thr | engine {fmt(row['engine_rss_mib'])} MiB {fmt(row['engine_fds'])} fds "
+              f"GPU {fmt(row['engine_gpu_mib'])} MiB | restarts {row['engine_restarts']} | "
+              f"history {row['history_rows']}", flush=True)
+
+
+# ------------------------------------------------------------------------------- results
+def slope_per_hour(xs_s: list[float], ys: list[float]) -> float | None:
+    if len(xs_s) < 2:
+        return None
+    xs = [x / 3600.0 for x in xs_s]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+
+
+def summarize(samples: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    summary = {}
+    for name in SERIES:
+        points = [(s["elapsed_s"], s[name]) for s in samples if s.get(name) is not None]
+        ys = [y for _, y in points]
+        summary[name] = {
+            "first": ys[0] if ys else None,
+            "last": ys[-1] if ys else None,
+            "max": max(ys) if ys else None,
+            "slope_per_hour": slope_per_hour([x for x, _ in points], ys),
+            "samples": len(ys),
+        }
+    return summary
+
+
+def print_table(summary: dict[str, dict[str, float | None]]) -> None:
+    fmt = lambda v: "n/a" if v is None else f"{v:,.2f}"  # noqa: E731
+    print(f"\n{'series':<18}{'first':>12}{'last':>12}{'max':>12}{'slope / hour':>15}")
+    for name, s in summary.items():
+        print(f"{name:<18}{fmt(s['first']):>12}{fmt(s['last']):>12}{fmt(s['max']):>12}{fmt(s['slope_per_hour']):>15}")
+
+
+def leftover_engines(pids: set[int], timeout_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return sorted(p for p in pids if alive(p))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    parser.add_argument("--minutes", type=float, default=8.0, help="how long to soak (default 8)")
+    parser.add_argument("--flip-every", type=float, default=5.0, help="seconds between key presses (default 5)")
+    parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
+    parser.add_argument("--kill-engine-every", type=float, default=0.0,
+                        help="SIGKILL the engine every this many seconds to soak restarts (default 0: never)")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--dtype", default="fp16")
+    parser.add_argument("--out", default=None, help="results path without extension "
+                        "(default benchmarks/results/soak-<device>-<date>)")
+    args = parser.parse_args(argv)
+    if min(args.minutes, args.flip_every, args.sample_every) <= 0 or args.kill_engine_every < 0:
+        parser.error("--minutes, --flip-every and --sample-every must be positive; --kill-engine-every >= 0")
+
+    soak = Soak(args)
+    started = dt.datetime.now()
+    print(f"soak: {args.minutes:g} min on {args.device}, a key every {args.flip_every:g} s, "
+          f"a sample every {args.sample_every:g} s"
+          + (f", engine killed every {args.kill_engine_every:g} s" if args.kill_engine_every else ""), flush=True)
+    asyncio.run(soak.run())
+    left = leftover_engines(soak.engine_pids)
+    summary = summarize(soak.samples)
+    print_table(summary)
+    print(f"\nkey presses {soak.flips}, engine kills {soak.kills}, engine processes seen {len(soak.engine_pids)}, "
+          f"left running after exit {len(left)}")
+
+    base = Path(args.out) if args.out else (
+        REPO / "benchmarks" / "results" / f"soak-{args.device.replace(':', '')}-{started.date()}")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "date": started.isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "python": platform.python_version(),
+        "device": args.device,
+        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "gpu_memory_source": soak.gpu.why or "NVML compute processes",
+        "key_presses": soak.flips,
+        "engine_kills": soak.kills,
+        "engine_pids": sorted(soak.engine_pids),
+        "engines_left_after_exit": left,
+        "summary": summary,
+        "samples": soak.samples,
+    }
+    base.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    with base.with_suffix(".csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(soak.samples[0]) if soak.samples else ["elapsed_s", *SERIES])
+        writer.writeheader()
+        writer.writerows(soak.samples)
+    print(f"wrote {base.with_suffix('.json')} and {base.with_suffix('.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
