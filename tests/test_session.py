@@ -298,3 +298,14 @@ def test_ready_log_error_and_dispatch():
     assert list(session.errors) == ["engine restarted"]
     assert session.apply(Dispatch(session.config_id, Backend.CUDNN, env.priority_order))
     assert session.dispatch.choice is Backend.CUDNN
+
+
+def test_switching_a_backend_off_clears_its_numbers_but_keeps_its_history():
+    session = configured()
+    cid = session.config_id
+    session.apply(Sample(cid, Backend.FLASH, 13.3, 62.5))
+    session.apply(KernelCapture(cid, Backend.FLASH, FLASH_KERNELS, (12.6,)))
+    session.set_enabled((Backend.CUDNN, Backend.EFFICIENT, Backend.MATH))
+    row = next(r for r in session.rows() if r.backend is Backend.FLASH)
+    assert row.status == "disabled" and row.gpu_us is None and row.kernel_us is None and row.main_kernel is None
+    assert len(session.backends[Backend.FLASH].history) == 1

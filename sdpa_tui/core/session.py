@@ -66,13 +66,18 @@ class BackendState:
     version: int = 0  # bumped on every change, so views can skip redrawing what did not change
     history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
 
-    def reset_measurements(self) -> None:
+    def clear_numbers(self) -> None:
+        """Forget the measurements of the current workload (the history stays)."""
         self.version += 1
         for window in (self.kernel, self.gpu, self.eager):
             window.clear()
         self.kernels = ()
         self.peak_bytes = None
         self.accuracy = None
+
+    def reset_measurements(self) -> None:
+        """A new workload: numbers, eligibility and status all start again."""
+        self.clear_numbers()
         self.eligibility = self.eligibility_reason = ""
         self.status, self.reason, self.details = "waiting", "", ()
 
@@ -140,6 +145,8 @@ class Session:
     def set_enabled(self, enabled: tuple[Backend, ...]) -> None:
         for backend, state in self.backends.items():
             state.version += 1
+            if state.enabled and backend not in enabled:
+                state.clear_numbers()  # a backend switched off shows no stale numbers
             state.enabled = backend in enabled
             if not state.enabled:
                 state.status, state.reason = "disabled", "flag off"
