@@ -73,6 +73,15 @@ log() { echo "=== $*"; }
       tmux send-keys -t fault q; sleep 3
       tmux has-session -t fault 2>/dev/null && echo "fault session still alive" || echo "fault app exited"
       ;;
+    soak)
+      log "soak: the live app for 8 minutes, flipping flags and workloads"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"
+      ;;
+    shapes)
+      log "GQA and a padding mask"
+      python3 -m sdpa_tui report --heads 16 --kv-heads 2 --duration 1 --json "$OUT/r/report-gqa.json"
+      python3 -m sdpa_tui report --mask padding --duration 1 --json "$OUT/r/report-padding.json"
+      ;;
     sweep)
       log "sweep 256..32768 bf16 causal"
       python3 -m sdpa_tui sweep --batch 1 --heads 16 --head-dim 128 --dtype bf16 --causal --seq 256:32768 \
