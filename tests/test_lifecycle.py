@@ -141,6 +141,7 @@ class TmuxApp:
         self.export_dir = tmp_path / "exports"
         self.log = tmp_path / "terminal.log"
         self.ui_pid = 0
+        self.socket_path = ""
         self.seen: set[int] = set()  # every process of the app's tree seen so far
 
     def tmux(self, *args: str, check: bool = True) -> str:
@@ -155,7 +156,9 @@ class TmuxApp:
         # COLUMNS/LINES (set by some shells and CI runners) would override the pty's size
         command = f"exec env -u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(REPO))} " + shlex.join(argv)
         self.tmux("new-session", "-d", "-s", self.target, "-x", "120", "-y", "40", "-c", str(REPO), command)
-        self.ui_pid = int(self.tmux("display-message", "-p", "-t", self.target, "#{pane_pid}").strip())
+        pid, _, self.socket_path = self.tmux("display-message", "-p", "-t", self.target,
+                                             "#{pane_pid} #{socket_path}").strip().partition(" ")
+        self.ui_pid = int(pid)
         self.seen.add(self.ui_pid)
         # what the app writes to its terminal, as bytes (the screen alone cannot tell whether
         # the terminal was given back: tmux redraws a dead pane its own way)
@@ -213,6 +216,8 @@ class TmuxApp:
     def close(self) -> None:
         self.tmux("kill-server", check=False)
         kill_quietly(self.seen)
+        if self.socket_path:  # tmux 3.3 leaves its socket file behind
+            Path(self.socket_path).unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -342,3 +347,34 @@ def test_a_terminal_that_goes_away_without_a_signal_ends_the_app(tmp_path: Path)
             proc.kill()
             proc.wait()
         kill_quietly(seen)
+
+
+_STUCK_EXIT = """
+import os, signal, sys, time
+from sdpa_tui.ui.launch import exit_on_signals
+
+class Engine:
+    def kill_engine(self):
+        open(sys.argv[1], "w").write("killed")
+
+class StuckApp:  # asked to exit, never does (a hung shutdown)
+    engine = Engine()
+    def request_exit(self, code, reason):
+        print("asked", code, reason, flush=True)
+
+with exit_on_signals(StuckApp(), force_after_s=0.5):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+print("not forced", flush=True)
+"""
+
+
+def test_a_stuck_exit_is_forced_and_kills_the_engine(tmp_path: Path) -> None:
+    """The last resort behind the signal handler: when the orderly exit hangs, the engine is
+    killed and the process ends anyway, with the signal's exit status."""
+    marker = tmp_path / "engine-killed"
+    proc = subprocess.run([sys.executable, "-c", _STUCK_EXIT, str(marker)], cwd=REPO, capture_output=True,
+                          text=True, timeout=20, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    assert "asked 143 SIGTERM received" in proc.stdout and "not forced" not in proc.stdout
+    assert marker.read_text() == "killed"

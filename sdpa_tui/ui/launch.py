@@ -32,9 +32,10 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing import resource_tracker
-from collections.abc import Callable
+
+from textual.binding import Binding
 
 from ..core.backends import Backend
 from ..core.session import Session
@@ -42,8 +43,6 @@ from ..core.workload import Workload
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.nvml import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
-from textual.binding import Binding
-
 from .app import SdpaApp
 from .messages import EngineEvent, EngineRecords
 
@@ -143,7 +142,7 @@ class LiveApp(SdpaApp):
             pass
 
     def _exit_now(self, return_code: int) -> None:
-        if not self._exit:
+        if not getattr(self, "_exit", False):  # already exiting (q, an earlier signal): keep its code
             self.exit(return_code=return_code)
 
     def on_load(self) -> None:
