@@ -37,6 +37,17 @@ def calls_for(target_us: float, per_call_us: float, cap: int) -> int:
     return max(1, min(cap, math.ceil(target_us / max(per_call_us, 1e-3))))
 
 
+_WARMUP_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+
+
+def _warmup_stream(device: torch.device) -> torch.cuda.Stream:
+    """One side stream per device for the warm-up before capture, reused: cuBLAS and cuDNN
+    keep a workspace per stream they see, so a new stream per capture grows memory for good."""
+    if device not in _WARMUP_STREAMS:
+        _WARMUP_STREAMS[device] = torch.cuda.Stream(device)
+    return _WARMUP_STREAMS[device]
+
+
 class GraphClock:
     """GPU time per call without host launch overhead: K calls captured in one CUDA graph.
 
@@ -60,7 +71,7 @@ class GraphClock:
             torch.cuda.synchronize(device)
 
     def _capture(self) -> torch.cuda.CUDAGraph:
-        side = torch.cuda.Stream(self.device)
+        side = _warmup_stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for _ in range(2):
