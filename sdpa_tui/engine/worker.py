@@ -7,6 +7,7 @@ happens here, with fd 1 and fd 2 captured before torch is imported.
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import sys
 from multiprocessing.connection import Connection
@@ -29,8 +30,14 @@ def _die_with_parent() -> None:
 
 
 def main(conn: Connection, device_request: str) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    # The UI decides when we stop: Ctrl-C and a hang-up reach the whole process group, and
+    # the UI answers them by sending Shutdown (or, if it dies, PR_SET_PDEATHSIG ends us).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    parent = os.getppid()
     _die_with_parent()
+    if os.getppid() != parent:  # the UI died before PR_SET_PDEATHSIG was armed
+        sys.exit(0)
     capture = OutputCapture()
     capture.start()
     channel = Channel(conn)
