@@ -43,7 +43,7 @@ from sdpa_tui.core.sweep import (
     sweep_workloads,
 )
 from sdpa_tui.core.workload import Workload, WorkloadError
-from sdpa_tui.sweep import (
+from sdpa_tui.exports.sweep_views import (
     CSV_COLUMNS,
     chart_lines,
     render,

@@ -1,0 +1,351 @@
+"""The sweep as people read it: the terminal table and chart, and the JSON, CSV and Markdown files."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+from dataclasses import asdict
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .. import __version__
+from ..core.backends import ALL_BACKENDS, Backend
+from ..core.records import Environment
+from ..core.sweep import (
+    ERROR,
+    NOT_ELIGIBLE,
+    OOM,
+    SKIPPED,
+    Sweep,
+    SweepPoint,
+    clock_of,
+    log_position,
+)
+from ..core.workload import Workload
+from .tables import environment_line
+
+SCHEMA_VERSION = 1
+
+CSV_COLUMNS = (
+    "seq", "kv_seq", "backend", "status", "reason", "gpu_us", "eager_us", "kernel_us", "peak_mib", "tflops",
+    "main_kernel",
+)
+CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip"}
+"""What a table cell says where a backend did not run."""
+MARK = {Backend.CUDNN: "C", Backend.FLASH: "F", Backend.EFFICIENT: "E", Backend.MATH: "M"}
+"""One letter per backend in the chart (readable without colour)."""
+STYLE = {Backend.CUDNN: "green", Backend.FLASH: "cyan", Backend.EFFICIENT: "magenta", Backend.MATH: "yellow"}
+CHART_HEIGHT = 10
+
+
+def progress_line(points: list[SweepPoint]) -> str:
+    """One line per length measured, on stderr while the sweep runs."""
+    if not points:
+        return ""
+    parts = []
+    for p in points:
+        if p.ran and p.time_us is not None:
+            parts.append(f"{p.backend.label} {_us(p.time_us)} µs")
+        elif p.status != NOT_ELIGIBLE:
+            parts.append(f"{p.backend.label} {CELL.get(p.status, p.status)}")
+    return f"seq {points[0].seq}: " + (" · ".join(parts) or "nothing ran")
+
+
+# ------------------------------------------------------------------ shared formatting
+def _us(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.1f}" if value < 1_000 else f"{value:,.0f}"
+
+
+def _mib(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def _time_unit(us: float) -> str:
+    """A time with its unit, three significant digits: 9.6 µs, 210 µs, 1.06 ms, 30.7 ms, 1.2 s."""
+    if us < 1_000:
+        return f"{us:.3g} µs"
+    if us < 1_000_000:
+        return f"{us / 1_000:.3g} ms"
+    return f"{us / 1_000_000:.3g} s"
+
+
+def _seq_label(seq: int) -> str:
+    """Short x-axis label: 512, 1k, 32k, 1M (k = 1024), other lengths in full."""
+    if seq >= 1 << 20 and seq % (1 << 20) == 0:
+        return f"{seq >> 20}M"
+    if seq >= 1024 and seq % 1024 == 0:
+        return f"{seq >> 10}k"
+    return str(seq)
+
+
+def describe_base(workload: Workload, kv_fixed: int | None) -> str:
+    """``[2, 8, N, 64] fp16, causal``: the workload with the swept length as N."""
+    return workload.describe(swept=True, kv_fixed=kv_fixed is not None)
+
+
+def _columns(sweep: Sweep, points: list[SweepPoint]) -> tuple[list[Backend], set[Backend]]:
+    """Backends with a column (not those ineligible at every length) and those with a memory column."""
+    shown = [b for b in sweep.enabled
+             if any(p.backend == b and p.status not in (NOT_ELIGIBLE, SKIPPED) for p in points)]
+    with_memory = {p.backend for p in points if p.peak_mib is not None}
+    return shown, with_memory
+
+
+def _fastest(points: list[SweepPoint]) -> dict[int, Backend]:
+    """The fastest backend at each length where at least two ran."""
+    best: dict[int, list[tuple[float, Backend]]] = {}
+    gpu = clock_of(points) == "GPU/call"
+    for p in points:
+        value = (p.gpu_us if gpu else p.eager_us) if p.ran else None
+        if value is not None:
+            best.setdefault(p.seq, []).append((value, p.backend))
+    return {seq: min(v, key=lambda x: x[0])[1] for seq, v in best.items() if len(v) > 1}
+
+
+# ------------------------------------------------------------------ the terminal
+def sweep_table(sweep: Sweep, points: list[SweepPoint], kv_fixed: int | None) -> Table:
+    shown, with_memory = _columns(sweep, points)
+    clock = clock_of(points)
+    gpu = clock == "GPU/call"
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    table.add_column("seq", justify="right", no_wrap=True)
+    unit = "GPU µs" if gpu else "eager µs"
+    for b in shown:
+        table.add_column(f"{b.label}\n{unit}", justify="right", no_wrap=True)
+        if b in with_memory:
+            table.add_column("\nMiB", justify="right", no_wrap=True)
+    fastest = _fastest(points)
+    by = {(p.seq, p.backend): p for p in points}
+    for seq in sweep.seqs:
+        cells = [str(seq)]
+        for b in shown:
+            p = by.get((seq, b))
+            if p is None:
+                cells.append("")
+            elif p.ran:
+                value = p.gpu_us if gpu else p.eager_us
+                cells.append(_us(value) + ("*" if fastest.get(seq) == b else " "))
+            else:
+                cells.append(CELL.get(p.status, p.status) + " ")
+            if b in with_memory:
+                cells.append(_mib(p.peak_mib) if p is not None and p.ran else "")
+        table.add_row(*cells)
+    return table
+
+
+def chart_lines(points: list[SweepPoint], width: int = 80) -> list[Text]:
+    """A line chart as text: one letter per backend at each length, time on a log scale."""
+    gpu = clock_of(points) == "GPU/call"
+    timed = [(p.seq, p.backend, p.gpu_us if gpu else p.eager_us) for p in points if p.ran]
+    timed = [(s, b, t) for s, b, t in timed if t is not None and t > 0]
+    if not timed:
+        return []
+    seqs = sorted({s for s, _, _ in timed})
+    backends = [b for b in ALL_BACKENDS if any(b == x for _, x, _ in timed)]
+    low, high = min(t for *_, t in timed), max(t for *_, t in timed)
+    height = CHART_HEIGHT if high > low * 1.05 else 1
+    steps = height - 1
+    # the grid: (row from the bottom, seq index) -> letters
+    cells: dict[tuple[int, int], list[Backend]] = {}
+    for s, b, t in timed:
+        cells.setdefault((log_position(t, low, high, steps), seqs.index(s)), []).append(b)
+    ticks = {row: _time_unit(low * (high / low) ** (row / steps)) if steps else _time_unit(low)
+             for row in range(height) if row in (0, steps) or (steps - row) % 3 == 0}
+    axis_width = max(len(t) for t in ticks.values())
+    labels = [_seq_label(s) for s in seqs]
+    crowd = max(len(v) for v in cells.values())
+    slot = max(max(len(x) for x in labels) + 1, crowd + 1, 4)
+    room = width - axis_width - 2
+    slot = max(slot, min(8, room // len(seqs)))  # few lengths: spread them out
+    if slot * len(seqs) > room:  # too many lengths for the width: narrower slots, fewer labels
+        slot = max(2, room // len(seqs))
+    lines: list[Text] = []
+    legend = Text(f"{'GPU/call' if gpu else 'eager/call'} time by length, log scale: ")
+    for i, b in enumerate(backends):
+        legend.append(MARK[b], style=f"bold {STYLE[b]}")
+        legend.append(f" {b.label}" + (" · " if i < len(backends) - 1 else ""))
+    lines.append(legend)
+    for row in range(height - 1, -1, -1):
+        line = Text(f"{ticks.get(row, ''):>{axis_width}} " + ("┤" if row in ticks else "│"))
+        for i in range(len(seqs)):
+            here = cells.get((row, i), [])
+            letters = "".join(MARK[b] for b in here)
+            if len(letters) > slot - 1:
+                letters = letters[: max(slot - 2, 0)] + "+"
+            line.append(" ")
+            for b, letter in zip(here, letters):  # a crowded cell ends in "+"
+                line.append(letter, style=f"bold {STYLE[b]}" if letter != "+" else None)
+            line.append(" " * (slot - 1 - len(letters)))
+        lines.append(line)
+    axis = " " * axis_width + " └" + "".join("─┴" + "─" * (slot - 2) for _ in seqs)
+    lines.append(Text(axis.rstrip("─") if len(axis) > width else axis))
+    label_line = [" "] * (axis_width + 2 + slot * len(seqs) + 8)
+    end = -1
+    for i, text in enumerate(labels):
+        start = axis_width + 2 + i * slot + 1 - len(text) // 2
+        start = max(start, axis_width + 2)
+        if start <= end + 1:
+            continue  # would touch the previous label: leave this one out
+        label_line[start:start + len(text)] = text
+        end = start + len(text) - 1
+    lines.append(Text("".join(label_line).rstrip() + "   seq"))
+    return lines
+
+
+def table_legend(sweep: Sweep, points: list[SweepPoint]) -> str:
+    """What the marks in the table mean: only those that appear."""
+    shown, _ = _columns(sweep, points)
+    statuses = {p.status for p in points if p.backend in shown}
+    legend = ["* fastest at that length"] if _fastest(points) else []
+    meaning = {OOM: "out of memory", NOT_ELIGIBLE: "not eligible", ERROR: "failed", SKIPPED: "not measured"}
+    legend += [f"{CELL[s]} {meaning[s]}" for s in (OOM, NOT_ELIGIBLE, ERROR, SKIPPED) if s in statuses]
+    hidden = [b.label for b in sweep.enabled if b not in shown]
+    if hidden:
+        legend.append(f"not shown, never eligible: {', '.join(hidden)}")
+    return " · ".join(legend)
+
+
+def render(
+    sweep: Sweep,
+    points: list[SweepPoint],
+    findings: list[str],
+    environment: Environment | None,
+    kv_fixed: int | None,
+    width: int = 160,
+) -> RenderableType:
+    title = f"SDPA sweep · {describe_base(sweep.workloads[0], kv_fixed)} · medians of {clock_of(points)}"
+    parts: list[RenderableType] = [Text(environment_line(environment)), Text(title),
+                                   sweep_table(sweep, points, kv_fixed)]
+    shown, _ = _columns(sweep, points)
+    parts.append(Text(table_legend(sweep, points), style="dim"))
+    chart = chart_lines(points, width)
+    if chart:
+        parts += [Text(""), *chart]
+    if findings or sweep.stopped:
+        parts.append(Text(""))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for line in findings:
+            grid.add_row("•", line)
+        if sweep.stopped:
+            grid.add_row("•", f"The sweep {sweep.stopped}")
+        parts.append(Text("crossovers and limits:", style="bold"))
+        parts.append(grid)
+    if environment is not None and environment.notes:
+        parts.append(Text("; ".join(environment.notes), style="yellow"))
+    return Group(*parts)
+
+
+# ------------------------------------------------------------------ files
+def _base_dict(sweep: Sweep, kv_fixed: int | None) -> dict[str, Any]:
+    base = sweep.workloads[0].to_dict()
+    base["seq"] = None  # swept: see "seqs"
+    base["kv_seq"] = kv_fixed  # None: follows seq
+    return base
+
+
+def sweep_dict(
+    sweep: Sweep,
+    points: list[SweepPoint],
+    findings: list[str],
+    environment: Environment | None,
+    kv_fixed: int | None,
+    args: argparse.Namespace | None = None,
+    errors: list[str] | None = None,
+) -> dict[str, Any]:
+    """The document ``sweep --json`` writes."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "sweep",
+        "tool": {"name": "sdpa-tui", "version": __version__},
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "environment": asdict(environment) if environment else None,
+        "base_workload": _base_dict(sweep, kv_fixed),
+        "seqs": sweep.seqs,
+        "kv_seq_follows_seq": kv_fixed is None,
+        "enabled": [b.value for b in sweep.enabled],
+        "stop_after_oom": sweep.stop_after_oom,
+        "duration_s": getattr(args, "duration", None),
+        "clock": clock_of(points),
+        "points": [p.to_dict() for p in points],
+        "crossovers": findings,
+        "stopped": sweep.stopped or None,
+        "engine_errors": list(errors or []),
+    }
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def sweep_csv(points: list[SweepPoint]) -> str:
+    """One row per (length, backend)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for p in points:
+        d = p.to_dict()
+        writer.writerow([_csv_value(d[c]) for c in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+def sweep_markdown(
+    sweep: Sweep, points: list[SweepPoint], findings: list[str], environment: Environment | None, kv_fixed: int | None
+) -> str:
+    clock = clock_of(points)
+    gpu = clock == "GPU/call"
+    with_memory = {p.backend for p in points if p.peak_mib is not None}
+    headers = ["seq"]
+    for b in sweep.enabled:
+        headers.append(f"{b.label} {clock} µs")
+        if b in with_memory:
+            headers.append(f"{b.label} peak MiB")
+    by = {(p.seq, p.backend): p for p in points}
+    fastest = _fastest(points)
+    out = [
+        f"# SDPA sweep · {describe_base(sweep.workloads[0], kv_fixed)}",
+        "",
+        environment_line(environment),
+        "",
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---:" for _ in headers) + "|",
+    ]
+    for seq in sweep.seqs:
+        cells = [str(seq)]
+        for b in sweep.enabled:
+            p = by.get((seq, b))
+            if p is None:
+                cells.append("")
+            elif p.ran:
+                text = _us(p.gpu_us if gpu else p.eager_us)
+                cells.append(f"**{text}**" if fastest.get(seq) == b else text)
+            else:
+                cells.append(p.status_text.replace("|", "\\|"))
+            if b in with_memory:
+                cells.append(_mib(p.peak_mib) if p is not None and p.ran else "")
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", "Bold: fastest at that length. Medians; " + (
+        "GPU/call is device time per call from CUDA graph replay." if gpu
+        else "eager/call is a host-timed back-to-back loop (the CPU has no GPU clock)."), ""]
+    if findings or sweep.stopped:
+        out += ["## Crossovers and limits", ""]
+        out += [f"- {line}" for line in findings]
+        if sweep.stopped:
+            out.append(f"- The sweep {sweep.stopped}")
+        out.append("")
+    return "\n".join(out)
