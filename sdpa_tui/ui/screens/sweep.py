@@ -88,6 +88,9 @@ class SweepScreen(ModalScreen[None]):
                 render(self.sweep, points, findings, self.environment, None, width)
             )
 
+    def on_unmount(self) -> None:
+        self.cancelled.set()  # the app is closing: the sweep engine stops at its next progress report
+
     def action_close(self) -> None:
         self.cancelled.set()
         self.dismiss(None)
