@@ -148,3 +148,10 @@ def test_math_that_clearly_cannot_fit_is_not_launched_and_the_others_go_on():
     math = session.backends[Backend.MATH]
     assert math.status == "oom" and "not launched" in math.reason
     assert session.backends[Backend.CUDNN].status == "ok"
+
+
+def test_a_custom_priority_changes_the_pick_on_the_gpu():
+    session = measure(FP16, ALL_BACKENDS, device="cuda", duration_s=0.3, timeout_s=DEADLINE_S,
+                      priority=(Backend.FLASH, Backend.CUDNN))
+    assert session.dispatch.priority_order[0] == Backend.FLASH.value
+    assert session.dispatch.choice is Backend.FLASH

@@ -163,12 +163,14 @@ class Engine:
                 self._check_sticky(exc)
                 self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
 
-    @staticmethod
-    def _dispatch_note(config: Configure, choice: dispatch.Choice) -> str:
+    def _dispatch_note(self, config: Configure, choice: dispatch.Choice) -> str:
         if config.legacy_api and Backend.CUDNN in choice.effective:
             return dispatch.LEGACY_NOTE
         if config.priority:
-            return "custom priority (sdpa_kernel set_priority=True): " + " > ".join(b.label for b in config.priority)
+            note = "custom priority (sdpa_kernel set_priority=True): " + " > ".join(b.label for b in config.priority)
+            if self.device.type == "cpu":  # seen with torch 2.13: the CPU choice ignores the order
+                note += "; torch's CPU dispatch does not follow the priority order"
+            return note
         return ""
 
     def _send_peak(self, dtype: str) -> None:
