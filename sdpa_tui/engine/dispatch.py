@@ -145,6 +145,13 @@ def choose(inputs: Inputs, enabled: tuple[Backend, ...], legacy: bool = False,
     chooser = getattr(torch, "_fused_sdp_choice", None)
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
+        if chooser is not None and priority:
+            # Torch sets its default priority order lazily, on the first choice in the process,
+            # overwriting one set before it: make that first choice happen outside our order.
+            try:
+                chooser(inputs.q, inputs.k, inputs.v, **inputs.sdpa_kwargs())
+            except RuntimeError:
+                pass
         with flag_context(enabled, legacy, priority):
             effective, order = effective_flags(), priority_order()
             if chooser is None:
