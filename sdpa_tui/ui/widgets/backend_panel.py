@@ -37,6 +37,15 @@ def fmt_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def fit_lines(text: Text, width: int, wrap_first: int = 2) -> Text:
+    """Lines after the first ``wrap_first`` cut to ``width`` with an ellipsis (one fact per line);
+    the first ones (the main kernel's name and what it says) wrap, so nothing of them is lost."""
+    lines = text.split("\n")
+    for line in lines[wrap_first:]:
+        line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines)
+
+
 def dims(value: tuple[int, int, int] | None) -> str:
     return "×".join(str(v) for v in value) if value else "–"
 
@@ -59,7 +68,8 @@ class BackendPanel(Vertical):
     def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool, compact: bool = False) -> None:
         """``compact``: a short terminal; clocks on one line so the main kernel stays visible."""
         state = session.backends[self.backend]
-        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact)
+        width = max(self.content_region.width, 20)
+        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact, width)
         if key == self._shown:
             return
         self._shown = key
@@ -67,12 +77,12 @@ class BackendPanel(Vertical):
         self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
-        clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu)
+        clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
         self.query_one("#head", Static).update(Group(self._status(state), clocks), layout=False)
         spark = self.query_one("#history", Sparkline)
         spark.data = state.sparkline_values() if state.enabled else []
         spark.display = bool(spark.data) and not compact
-        self.query_one("#kernel", Static).update(self._kernel(state), layout=False)
+        self.query_one("#kernel", Static).update(fit_lines(self._kernel(state), width), layout=False)
 
     # -- pieces ----------------------------------------------------------------------------
     def _status(self, state: BackendState) -> Text:
@@ -88,7 +98,7 @@ class BackendPanel(Vertical):
             text.append(f": {state.reason}", style=style)
         return text
 
-    def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool) -> Group | Text:
+    def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool, width: int) -> Group | Text:
         if state.status != "ok":
             return Text("")
         table = Table.grid(padding=(0, 2))
@@ -101,11 +111,12 @@ class BackendPanel(Vertical):
             s = window.summary()
             table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
         extra = Text.assemble(
-            ("TFLOP/s ", "bold"), fmt_tflops(row.tflops), f" ({fmt_num(row.pct_of_peak, 0, '%')} of peak)",
-            ("  ×MATH ", "bold"), fmt_num(row.speedup_vs_math, 2),
-            ("  mem ", "bold"), fmt_bytes(state.peak_bytes),
+            (fmt_tflops(row.tflops), "bold"), f" TFLOP/s ({fmt_num(row.pct_of_peak, 0, '%')} of peak)  ",
+            (fmt_num(row.speedup_vs_math, 2), "bold"), "×MATH  ",
+            ("mem ", "bold"), fmt_bytes(state.peak_bytes),
             ("  err ", "bold"), fmt_error(row.max_rel_error),
         )
+        extra.truncate(width, overflow="ellipsis")
         return Group(table, extra)
 
     def _clocks_line(self, state: BackendState, is_cpu: bool) -> Text:
