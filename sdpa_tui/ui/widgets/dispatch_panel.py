@@ -10,6 +10,12 @@ from ...core.session import Session
 from .backend_panel import fmt_time
 
 
+def first_sentence(text: str) -> str:
+    """Torch's messages go on ("This is likely due to ..."): the panel has room for the first sentence."""
+    head, sep, _ = text.partition(". ")
+    return head + ("." if sep else "")
+
+
 def why_not(session: Session, backend: Backend, pick: Backend | None, order: list[Backend]) -> str:
     """One line on why SDPA did not use ``backend``: its flag, its eligibility, or the priority."""
     state = session.backends[backend]
@@ -47,7 +53,7 @@ class DispatchPanel(Static):
         order = [Backend(name) for name in d.priority_order]
         if d.choice is None:
             text.append("\nNo available kernel", style="bold red")
-            text.append(f": {d.reason}" if d.reason else "")
+            text.append(f": {first_sentence(d.reason)}" if d.reason else "")
         else:
             state = session.backends[d.choice]
             gpu, eager = state.gpu.summary(), state.eager.summary()
