@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import pickle
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import (
     Accuracy,
@@ -37,33 +35,11 @@ from sdpa_tui.core.records import (
 )
 from sdpa_tui.core.workload import Workload
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
-
-
-def fixture_kernels(name: str) -> tuple[KernelInfo, ...]:
-    """Every activity of the first call in a real H200 trace."""
-    calls = trace.calls_of(trace.load_trace(FIXTURES / name))
-    assert calls and calls[0], f"{name}: no call found"
-    return tuple(calls[0])
-
+from real_data import H200, fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")
 
-# Test inputs: plausible values shaped like what an H200 engine sends.
-H200 = Environment(
-    device="cuda:0",
-    device_name="NVIDIA H200",
-    torch_version="2.11.0+cu130",
-    cuda_version="13.0",
-    cudnn_version="9.19.0",
-    sm="9.0",
-    sm_count=132,
-    memory_total_bytes=150_754_820_096,
-    l2_bytes=62_914_560,
-    priority_order=("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"),
-    notes=("test input",),
-)
 CPU = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
 GQA = Workload(batch=1, heads=16, kv_heads=4, seq=8192, kv_seq=4096, head_dim=128, dtype="bf16", mask="causal",
                direction="fwd+bwd")

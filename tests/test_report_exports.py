@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.kernel_names import main_kernel, short_name
 from sdpa_tui.core.records import (
@@ -31,14 +30,9 @@ from sdpa_tui.exports.atomic import write_text_atomic
 from sdpa_tui.exports.comparison import SCHEMA_VERSION, report_dict
 from sdpa_tui.exports.tables import markdown_report, rich_report
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
+from real_data import fixture_kernels
+
 REPORTS = sorted((Path(__file__).parent / "fixtures" / "reports").glob("*/report-*.json"))
-
-
-def fixture_kernels(name: str) -> tuple[KernelInfo, ...]:
-    calls = trace.calls_of(trace.load_trace(FIXTURES / name))
-    assert calls and calls[0], name
-    return tuple(calls[0])
 
 
 KERNELS = {

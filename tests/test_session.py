@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.kernel_names import main_kernel
 from sdpa_tui.core.records import (
@@ -16,7 +14,6 @@ from sdpa_tui.core.records import (
     EngineError,
     Environment,
     KernelCapture,
-    KernelInfo,
     Log,
     Ready,
     Sample,
@@ -24,14 +21,7 @@ from sdpa_tui.core.records import (
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
-
-
-def fixture_kernels(name: str) -> tuple[KernelInfo, ...]:
-    calls = trace.calls_of(trace.load_trace(FIXTURES / name))
-    assert calls and calls[0]
-    return tuple(calls[0])
-
+from real_data import fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")

@@ -30,7 +30,6 @@ from sdpa_tui.core.records import (
     CaptureTraces,
     Configure,
     Dispatch,
-    Environment,
     KernelCapture,
     KernelInfo,
     Ready,
@@ -43,26 +42,13 @@ from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
+from real_data import FIXTURES, H200
+
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}
 
 ENGINE_PID = 424242
 T0 = 1_790_857_026.0  # the fixtures' baseTimeNanoseconds, in seconds: fixed, so snapshots are stable
 
-# The H200 the fixture traces were recorded on (deviceProperties of the traces: 132 SMs,
-# totalGlobalMem 150109880320 bytes, compute capability 9.0).
-H200 = Environment(
-    device="cuda:0",
-    device_name="NVIDIA H200",
-    torch_version="2.11.0+cu130",
-    cuda_version="13.0",
-    cudnn_version="9.19.0",
-    sm="9.0",
-    sm_count=132,
-    memory_total_bytes=150_109_880_320,
-    l2_bytes=50 * 2**20,
-    priority_order=("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"),
-)
 
 # DESIGN.md, "Facts measured on real GPUs", H100 rows ([2, 8, 512, 64] fp16 fwd, hot L2):
 # (graph replay / call, eager loop / call) in microseconds, per backend.
