@@ -119,7 +119,8 @@ def test_samples_update_medians_and_history():
     assert [h.eager_us for h in history] == eager
     assert all(h.backend is Backend.FLASH and h.config_id == session.config_id for h in history)
     assert all(h.workload == session.workload.describe() for h in history)
-    assert state.sparkline_values() == gpu
+    assert state.sparkline_values(session.workload.describe()) == gpu
+    assert state.sparkline_values("[1, 1, 1, 1] fp16") == []  # another workload's samples are not drawn
     assert [h.time for h in session.history()] == sorted(h.time for h in history)
 
 
@@ -249,7 +250,7 @@ def test_rows_on_the_cpu_use_eager_medians():
     assert rows[Backend.FLASH].speedup_vs_math == pytest.approx(
         statistics.median(eager[Backend.MATH]) / statistics.median(eager[Backend.FLASH])
     )
-    assert session.backends[Backend.FLASH].sparkline_values() == eager[Backend.FLASH]
+    assert session.backends[Backend.FLASH].sparkline_values(session.workload.describe()) == eager[Backend.FLASH]
 
 
 def test_rows_without_math_or_not_ok_have_no_speedup():

@@ -89,10 +89,15 @@ class BackendState:
     def kernel_count(self) -> int:
         return len(self.kernels)
 
-    def sparkline_values(self, count: int = 60) -> list[float]:
-        """The latest GPU/call values (eager on the CPU), oldest first."""
-        rows = list(self.history)[-count:]
-        return [r.gpu_us if r.gpu_us is not None else r.eager_us for r in rows]
+    def sparkline_values(self, workload: str, count: int = 60) -> list[float]:
+        """The latest GPU/call values (eager on the CPU) of ``workload``, oldest first."""
+        values: list[float] = []
+        for r in reversed(self.history):  # newest first: stop once there are enough
+            if r.workload == workload:
+                values.append(r.gpu_us if r.gpu_us is not None else r.eager_us)
+                if len(values) == count:
+                    break
+        return values[::-1]
 
 
 @dataclass(frozen=True)

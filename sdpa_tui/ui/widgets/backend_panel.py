@@ -80,7 +80,7 @@ class BackendPanel(Vertical):
         clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
         self.query_one("#head", Static).update(Group(self._status(state), clocks), layout=False)
         spark = self.query_one("#history", Sparkline)
-        spark.data = state.sparkline_values() if state.enabled else []
+        spark.data = state.sparkline_values(session.workload.describe()) if state.status == "ok" else []
         spark.display = bool(spark.data) and not compact
         self.query_one("#kernel", Static).update(fit_lines(self._kernel(state), width), layout=False)
 
