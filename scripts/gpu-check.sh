@@ -73,6 +73,10 @@ log() { echo "=== $*"; }
       tmux send-keys -t fault q; sleep 3
       tmux has-session -t fault 2>/dev/null && echo "fault session still alive" || echo "fault app exited"
       ;;
+    shots)
+      log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots" --tag "$gpu_tag"
+      log "ui live benchmark"; python3 benchmarks/ui_live.py --device cuda --seconds 20 --json "$OUT/r/ui-live-cuda.json"
+      ;;
     soak)
       log "soak: the live app for 8 minutes, flipping flags and workloads"
       python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"
