@@ -102,6 +102,7 @@ class SdpaApp(App):
         self._poller: Any = None
         self._dirty = True
         self._request_id = 0
+        self._last_error = ""
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -161,9 +162,10 @@ class SdpaApp(App):
                 self.status(f"engine ready on {mode}")
             elif isinstance(record, TracesCaptured):
                 self.snapshots.traces_captured(record)
-        if self.session.errors:
-            self.status(self.session.errors[-1], error=True)
-            self.session.errors.clear()
+        errors = list(self.session.errors)  # kept in the session: snapshots export them
+        if errors and errors[-1] != self._last_error:
+            self._last_error = errors[-1]
+            self.status(errors[-1], error=True)
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
