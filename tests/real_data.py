@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sdpa_tui.core import trace
-from sdpa_tui.core.records import Environment, KernelInfo
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import BackendStatus, Dispatch, Environment, KernelCapture, KernelInfo, Ready, Sample
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.workload import Workload
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
 
@@ -31,3 +35,24 @@ H200 = Environment(
     l2_bytes=50 * 2**20,
     priority_order=("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"),
 )
+
+
+def session_from_report(path: Path) -> Session:
+    """A session replaying a real report JSON: its environment, verdicts, kernels and medians."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    session = Session(Workload.from_dict(doc["workload"]), tuple(Backend(b) for b in doc["enabled"]))
+    cid = session.next_config_id()
+    session.apply(Ready(Environment.from_dict(doc["environment"])))
+    choice = doc["dispatch"]["choice"]
+    session.apply(Dispatch(cid, Backend(choice) if choice else None, tuple(doc["dispatch"]["priority_order"]),
+                           doc["dispatch"]["reason"]))
+    for entry in doc["backends"]:
+        backend = Backend(entry["backend"])
+        session.apply(BackendStatus(cid, backend, entry["status"], entry["reason"], tuple(entry["details"])))
+        if entry["kernels"]:
+            kernels = tuple(KernelInfo.from_dict(k) for k in entry["kernels"])
+            peak = None if entry["peak_mib"] is None else int(entry["peak_mib"] * 2**20)
+            session.apply(KernelCapture(cid, backend, kernels, (entry["kernel_us"],), peak))
+        if entry["eager_us"] is not None:
+            session.apply(Sample(cid, backend, entry["gpu_us"], entry["eager_us"], "graph", 1, 1.0))
+    return session

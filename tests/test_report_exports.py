@@ -20,7 +20,6 @@ from sdpa_tui.core.records import (
     Dispatch,
     Environment,
     KernelCapture,
-    KernelInfo,
     Ready,
     Sample,
 )
@@ -30,7 +29,7 @@ from sdpa_tui.exports.atomic import write_text_atomic
 from sdpa_tui.exports.comparison import SCHEMA_VERSION, report_dict
 from sdpa_tui.exports.tables import markdown_report, rich_report
 
-from real_data import fixture_kernels
+from real_data import fixture_kernels, session_from_report
 
 REPORTS = sorted((Path(__file__).parent / "fixtures" / "reports").glob("*/report-*.json"))
 
@@ -93,27 +92,6 @@ def fp32_session() -> Session:
     for i in range(5):
         session.apply(Sample(cid, Backend.EFFICIENT, 57.0 + i, 80.0 + i, "graph", 8, 1.0 + i))
         session.apply(Sample(cid, Backend.MATH, 1_234.5 + i, 14_321.0 + 10 * i, "graph", 2, 1.0 + i))
-    return session
-
-
-def session_from_report(path: Path) -> Session:
-    """A session replaying a real report (H200): its environment, verdicts, kernels and medians."""
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    session = Session(Workload.from_dict(doc["workload"]), tuple(Backend(b) for b in doc["enabled"]))
-    cid = session.next_config_id()
-    session.apply(Ready(Environment.from_dict(doc["environment"])))
-    choice = doc["dispatch"]["choice"]
-    session.apply(Dispatch(cid, Backend(choice) if choice else None, tuple(doc["dispatch"]["priority_order"]),
-                           doc["dispatch"]["reason"]))
-    for entry in doc["backends"]:
-        backend = Backend(entry["backend"])
-        session.apply(BackendStatus(cid, backend, entry["status"], entry["reason"], tuple(entry["details"])))
-        if entry["kernels"]:
-            kernels = tuple(KernelInfo.from_dict(k) for k in entry["kernels"])
-            peak = None if entry["peak_mib"] is None else int(entry["peak_mib"] * 2**20)
-            session.apply(KernelCapture(cid, backend, kernels, (entry["kernel_us"],), peak))
-        if entry["eager_us"] is not None:
-            session.apply(Sample(cid, backend, entry["gpu_us"], entry["eager_us"], "graph", 1, 1.0))
     return session
 
 

@@ -52,6 +52,8 @@ from sdpa_tui.exports.sweep_views import (
     sweep_markdown,
 )
 
+from real_data import session_from_report
+
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).parent / "fixtures" / "reports" / "h100-torch2.11"
 C, F, E, M = Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH
@@ -367,29 +369,9 @@ def test_one_backend_alone_is_not_called_the_only_one():
 
 
 # ------------------------------------------------------------------ REAL rows from the H100 reports
-def replay(path: Path) -> Session:
-    """A session replaying a real H100 report: its environment, verdicts, kernels and medians."""
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    session = Session(Workload.from_dict(doc["workload"]), tuple(Backend(b) for b in doc["enabled"]))
-    cid = session.next_config_id()
-    session.apply(Ready(Environment.from_dict(doc["environment"])))
-    choice = doc["dispatch"]["choice"]
-    session.apply(Dispatch(cid, Backend(choice) if choice else None, tuple(doc["dispatch"]["priority_order"])))
-    for entry in doc["backends"]:
-        backend = Backend(entry["backend"])
-        session.apply(BackendStatus(cid, backend, entry["status"], entry["reason"], tuple(entry["details"])))
-        if entry["kernels"]:
-            kernels = tuple(KernelInfo.from_dict(k) for k in entry["kernels"])
-            peak = None if entry["peak_mib"] is None else int(entry["peak_mib"] * 2**20)
-            session.apply(KernelCapture(cid, backend, kernels, (entry["kernel_us"],), peak))
-        if entry["eager_us"] is not None:
-            session.apply(Sample(cid, backend, entry["gpu_us"], entry["eager_us"], "graph", 1, 1.0))
-    return session
-
-
 def real_sweep() -> tuple[Sweep, dict]:
     """REAL rows at seq 512 (report-small) and 8192 (report-8k): different workloads, see the module doc."""
-    small, big = replay(REPORTS / "report-small.json"), replay(REPORTS / "report-8k.json")
+    small, big = session_from_report(REPORTS / "report-small.json"), session_from_report(REPORTS / "report-8k.json")
     sweep = Sweep([small.workload, big.workload], ALL_BACKENDS)
     sweep.add(small.rows())
     sweep.add(big.rows())
