@@ -36,7 +36,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         rows = "\n".join(
-            f"| `{b.key_display or b.key}` | {b.description or b.action} |" for b in self.keys
+            f"| `{b.key_display or b.key}` | {b.tooltip or b.description or b.action} |" for b in self.keys
         )
         text = "# sdpa-tui keys\n\n| key | action |\n|---|---|\n" + rows + "\n| `ctrl+p` | command palette |\n" + CLOCKS
         with VerticalScroll(id="help-body"):
