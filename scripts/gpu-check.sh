@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything that must be seen on a GPU, in one call on the GPU machine:
-#   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui]   (default: all)
+#   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui] ...   (default: the first six)
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -80,6 +80,14 @@ log() { echo "=== $*"; }
     soak)
       log "soak: the live app for 8 minutes, flipping flags and workloads"
       python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"
+      ;;
+    memory)
+      log "engine memory: each suspect alone (profiler bursts, graph captures, the Configure path)"
+      python3 benchmarks/engine_memory.py --device cuda --repeats 600 --only profiler burst capture --parallel \
+        --json "$OUT/r/engine-memory.json" > "$OUT/r/engine-memory.txt" 2>&1 &
+      python3 benchmarks/engine_memory.py --device cuda --repeats 150 --only configure \
+        --json "$OUT/r/engine-memory-configure.json" 2>&1 | grep -v USDT
+      wait; grep -v USDT "$OUT/r/engine-memory.txt"
       ;;
     shapes)
       log "GQA and a padding mask"

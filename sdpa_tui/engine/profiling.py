@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -36,6 +37,11 @@ def burst(step: Callable[[], object], device: torch.device, calls: int = 5) -> B
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     trace = _chrome_trace(prof)
+    # The profile object sits in a reference cycle (its action map holds its own bound
+    # methods) and holds the whole Kineto result: left to the collector's next full pass,
+    # hours away in a process that imported torch, every burst would stay in memory.
+    del prof
+    gc.collect()
     per_call = [c for c in trace_parser.calls_of(trace, CALL_ANNOTATION) if c]
     if not per_call:
         return Burst((), (), trace)

@@ -1,0 +1,285 @@
+"""Where does the engine's host memory go? Each suspect, alone, repeated many times.
+
+The soak (``soak.py``) shows whether the engine's RSS grows; this finds what makes it grow.
+Each experiment runs in a fresh process of its own (spawned), repeats one thing the engine
+does, and every few repetitions records the process's RSS, what glibc malloc holds in use
+and holds free (``mallinfo2``), and Python's allocated blocks:
+
+- ``profiler``    torch.profiler alone: a profile of 5 SDPA calls and its Chrome trace, as
+                  torch leaves it (the profile object is only freed by the cyclic collector)
+- ``burst``       the engine's profiler burst (``profiling.burst``, which collects it at once),
+                  cycling over the backends that run
+- ``capture``     a CUDA graph capture and release per backend (what each Configure does)
+- ``configure``   the engine's whole Configure path (``Engine._configure``) and a few
+                  timing slices, cycling dtype and mask as a user pressing keys would
+
+    python3 benchmarks/engine_memory.py --device cuda --repeats 600
+    python3 benchmarks/engine_memory.py --device cpu --repeats 100 --only burst burst-gc
+
+Prints, per experiment, RSS at the start, middle and end and the growth per 1,000
+repetitions over the second half, and writes JSON (default
+benchmarks/results/engine-memory-<device>-<date>.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import datetime as dt
+import gc
+import os
+import json
+import multiprocessing as mp
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+EXPERIMENTS = ("profiler", "burst", "capture", "configure")
+CHECKPOINTS = 20
+SHAPE = dict(batch=1, heads=2, kv_heads=2, seq=128, kv_seq=128, head_dim=64)
+
+
+# ---------------------------------------------------------------------------- memory readings
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                 "fordblks", "keepcost")]
+
+
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    return ctypes.CDLL(name) if name else None
+
+
+LIBC = _libc()
+
+
+def malloc_mib() -> tuple[float | None, float | None]:
+    """(bytes in use, bytes free but kept) by glibc malloc, in MiB; None without mallinfo2."""
+    if LIBC is None or not hasattr(LIBC, "mallinfo2"):
+        return None, None
+    LIBC.mallinfo2.restype = _Mallinfo2
+    info = LIBC.mallinfo2()
+    return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def reading(repeats: int, t0: float) -> dict[str, Any]:
+    in_use, free = malloc_mib()
+    return {"repeats": repeats, "elapsed_s": round(time.monotonic() - t0, 2), "rss_mib": round(rss_mib(), 2),
+            "malloc_in_use_mib": in_use and round(in_use, 2), "malloc_free_mib": free and round(free, 2),
+            "python_blocks": sys.getallocatedblocks()}
+
+
+# ---------------------------------------------------------------------------- the experiments
+class _NullChannel:
+    def send(self, record: object) -> None:
+        pass
+
+
+class _NullCapture:
+    def read_lines(self) -> list[str]:
+        return []
+
+
+def _running_backends(device: Any) -> list[tuple[Any, Any]]:
+    """(backend, step) for each backend that runs the small workload on this device."""
+    from sdpa_tui.core.backends import ALL_BACKENDS
+    from sdpa_tui.core.workload import Workload
+    from sdpa_tui.engine import dispatch
+    from sdpa_tui.engine.calls import Inputs
+
+    inputs = Inputs.make(Workload(**SHAPE), device)
+    return [(b, inputs.step()) for b in ALL_BACKENDS if dispatch.probe(inputs, b, device).status == "ok"]
+
+
+def _one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
+    from sdpa_tui.engine import clocks, profiling
+    from sdpa_tui.engine.calls import forced
+
+    if name == "profiler":
+        from torch.profiler import ProfilerActivity, profile
+
+        backend, step = state["runs"][i % len(state["runs"])]
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        with forced((backend,)), profile(activities=activities) as prof:
+            for _ in range(5):
+                step()
+        prof.export_chrome_trace(state["trace_path"])
+    elif name == "burst":
+        backend, step = state["runs"][i % len(state["runs"])]
+        with forced((backend,)):
+            profiling.burst(step, device, 5)
+    elif name == "capture":
+        for backend, step in state["runs"]:
+            with forced((backend,)):
+                clocks.GraphClock(step, device, 20.0).release()
+    elif name == "configure":
+        from sdpa_tui.core.backends import ALL_BACKENDS
+        from sdpa_tui.core.records import Configure
+        from sdpa_tui.core.workload import Workload
+
+        engine = state["engine"]
+        dtype = ("fp16", "bf16", "fp32")[i % 3]
+        mask = ("none", "causal")[(i // 3) % 2]
+        engine._configure(Configure(i + 1, Workload(**SHAPE, dtype=dtype, mask=mask), ALL_BACKENDS,
+                                    profile_every_s=0.0))
+        for _ in range(2 * len(engine.runs)):  # every backend: a profiler burst, then a timing slice
+            engine._measure_next()
+    else:
+        raise ValueError(name)
+
+
+def run_experiment(name: str, device_request: str, repeats: int, queue: Any) -> None:
+    """The body of one spawned process: repeat, record, report through ``queue``."""
+    import torch
+
+    from sdpa_tui.engine.environment import resolve_device
+    from sdpa_tui.engine.runner import Engine
+
+    device, _ = resolve_device(device_request)
+    if name == "capture" and device.type != "cuda":
+        queue.put({"experiment": name, "device": str(device), "skipped": "CUDA graphs need a GPU"})
+        return
+    state: dict[str, Any] = {}
+    if name == "configure":
+        state["engine"] = Engine(_NullChannel(), device_request, _NullCapture())
+        state["engine"].device = device
+    else:
+        state["runs"] = _running_backends(device)
+        state["trace_path"] = os.path.join(tempfile.mkdtemp(prefix="sdpa-tui-memory-"), "trace.json")
+    if name != "profiler":  # torch alone, as in any process; the others as in the engine's
+        gc.freeze()  # as the engine process does once torch is imported (worker.py)
+    every = max(1, repeats // CHECKPOINTS)
+    t0 = time.monotonic()
+    readings = [reading(0, t0)]
+    for i in range(repeats):
+        _one_repeat(name, device, state, i)
+        if (i + 1) % every == 0 or i + 1 == repeats:
+            readings.append(reading(i + 1, t0))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    queue.put({"experiment": name, "device": str(device),
+               "backends": [b.value for b, _ in state.get("runs", [])], "readings": readings})
+
+
+# ---------------------------------------------------------------------------- summary
+def growth_per_1000(readings: list[dict[str, Any]], key: str) -> float | None:
+    """Least-squares slope of ``key`` against repetitions over the second half, per 1,000."""
+    points = [(r["repeats"], r[key]) for r in readings[len(readings) // 2:] if r[key] is not None]
+    if len(points) < 2:
+        return None
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return None if sxx == 0 else 1000.0 * sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    r = result["readings"]
+    return {
+        "rss_first_mib": r[0]["rss_mib"], "rss_middle_mib": r[len(r) // 2]["rss_mib"], "rss_last_mib": r[-1]["rss_mib"],
+        "rss_growth_mib_per_1000": growth_per_1000(r, "rss_mib"),
+        "malloc_in_use_growth_mib_per_1000": growth_per_1000(r, "malloc_in_use_mib"),
+        "malloc_free_last_mib": r[-1]["malloc_free_mib"],
+        "seconds": r[-1]["elapsed_s"],
+    }
+
+
+def print_table(results: list[dict[str, Any]], repeats: int) -> None:
+    fmt = lambda v: "n/a" if v is None else f"{v:,.1f}"  # noqa: E731
+    print(f"\n{repeats} repeats each; growth is the least-squares slope over the second half, MiB per 1,000 repeats")
+    print(f"{'experiment':<12}{'RSS first':>11}{'middle':>9}{'last':>9}{'RSS growth':>12}"
+          f"{'malloc use':>12}{'malloc free':>13}{'seconds':>9}")
+    for res in results:
+        if "summary" not in res:
+            print(f"{res['experiment']:<12}{res.get('skipped') or res.get('error')}")
+            continue
+        s = res["summary"]
+        print(f"{res['experiment']:<12}{fmt(s['rss_first_mib']):>11}{fmt(s['rss_middle_mib']):>9}"
+              f"{fmt(s['rss_last_mib']):>9}{fmt(s['rss_growth_mib_per_1000']):>12}"
+              f"{fmt(s['malloc_in_use_growth_mib_per_1000']):>12}{fmt(s['malloc_free_last_mib']):>13}"
+              f"{fmt(s['seconds']):>9}")
+
+
+def collect(queue: Any, procs: list[Any]) -> list[dict[str, Any]]:
+    """One result per process; a process that died without one is reported, not waited for."""
+    import queue as queue_module
+
+    results: list[dict[str, Any]] = []
+    names = {p.pid: p.name for p in procs}
+    while len(results) < len(procs):
+        try:
+            results.append(queue.get(timeout=5.0))
+        except queue_module.Empty:
+            reported = {r["experiment"] for r in results}
+            for p in procs:
+                if p.exitcode not in (None, 0) and names[p.pid] not in reported:
+                    results.append({"experiment": names[p.pid], "error": f"process exited with {p.exitcode}"})
+    for p in procs:
+        p.join()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    parser.add_argument("--repeats", type=int, default=600, help="repetitions per experiment (default 600)")
+    parser.add_argument("--only", nargs="+", choices=EXPERIMENTS, default=list(EXPERIMENTS))
+    parser.add_argument("--parallel", action="store_true",
+                        help="run the experiments at the same time (each is its own process)")
+    parser.add_argument("--json", default=None, help="results file "
+                        "(default benchmarks/results/engine-memory-<device>-<date>.json)")
+    args = parser.parse_args(argv)
+    if args.repeats < 2:
+        parser.error("--repeats must be at least 2")
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    started = dt.datetime.now()
+    batches = [args.only] if args.parallel else [[name] for name in args.only]
+    results = []
+    for batch in batches:
+        procs = [ctx.Process(target=run_experiment, args=(n, args.device, args.repeats, queue), name=n)
+                 for n in batch]
+        for p in procs:
+            p.start()
+        for result in collect(queue, procs):
+            if "readings" in result:
+                result["summary"] = summarize(result)
+            results.append(result)
+            print(f"  {result['experiment']}: {result.get('skipped') or result.get('error') or 'done'}", flush=True)
+    results.sort(key=lambda r: EXPERIMENTS.index(r["experiment"]))
+    print_table(results, args.repeats)
+
+    import torch
+
+    path = Path(args.json) if args.json else (
+        REPO / "benchmarks" / "results" / f"engine-memory-{args.device.replace(':', '')}-{started.date()}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "date": started.isoformat(timespec="seconds"),
+        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "python": platform.python_version(), "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() and args.device != "cpu" else None,
+        "repeats": args.repeats, "results": results,
+    }, indent=2) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
