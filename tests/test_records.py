@@ -45,7 +45,8 @@ GQA = Workload(batch=1, heads=16, kv_heads=4, seq=8192, kv_seq=4096, head_dim=12
                direction="fwd+bwd")
 
 RECORDS = [
-    Configure(7, GQA, (Backend.CUDNN, Backend.MATH), profile_every_s=2.5, sample_interval_s=0.25),
+    Configure(7, GQA, (Backend.CUDNN, Backend.MATH), profile_every_s=2.5, profile_every_max_s=40.0,
+              sample_interval_s=0.25),
     Configure(1, Workload(), ALL_BACKENDS),
     Configure(2, Workload(), ()),
     SetPaused(True),

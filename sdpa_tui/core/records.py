@@ -80,6 +80,7 @@ class Configure:
     workload: Workload
     enabled: tuple[Backend, ...]
     profile_every_s: float = 5.0  # a kernel burst per backend this often
+    profile_every_max_s: float = 0.0  # if larger: the interval doubles after each burst, up to this
     sample_interval_s: float = 0.0  # at least this long between two samples of one backend
     legacy_api: bool = False  # apply flags as torch.backends.cuda.sdp_kernel(...) does
     priority: tuple[Backend, ...] = ()  # a custom dispatch order (sdpa_kernel set_priority=True)

@@ -6,7 +6,7 @@ import gc
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -54,6 +54,15 @@ def inject_fault(kind: str, device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def next_profile_interval(previous_s: float, config: Configure) -> float:
+    """Seconds to the next burst of a backend: ``profile_every_s``, doubling after each burst up
+    to ``profile_every_max_s`` when that is larger. A workload's kernels do not change while it
+    runs, and every burst costs host memory Kineto never gives back (docs/faults.md)."""
+    if previous_s <= 0 or config.profile_every_max_s <= config.profile_every_s:
+        return config.profile_every_s
+    return min(previous_s * 2, config.profile_every_max_s)
+
+
 class StickyCudaError(RuntimeError):
     """An error that poisons the CUDA context: the process must exit."""
 
@@ -67,10 +76,10 @@ class BackendRun:
     per_call_us: float
     graph: clocks.GraphClock | None = None
     next_profile: float = 0.0
+    profile_interval_s: float = 0.0
     last_sample: float = 0.0
     samples: int = 0
     peak_bytes: int | None = None
-    traces: list[dict] = field(default_factory=list)
 
 
 class Engine:
@@ -321,7 +330,8 @@ class Engine:
     def _profile(self, run: BackendRun) -> profiling.Burst:
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
         result = profiling.burst(run.step, self.device, calls)
-        run.next_profile = time.monotonic() + self.config.profile_every_s
+        run.profile_interval_s = next_profile_interval(run.profile_interval_s, self.config)
+        run.next_profile = time.monotonic() + run.profile_interval_s
         self.channel.send(
             KernelCapture(self.config.config_id, run.backend, result.kernels, result.kernel_us, run.peak_bytes, time.time())
         )

@@ -37,6 +37,9 @@ from .widgets.header import EnvironmentHeader
 SAMPLE_INTERVAL_S = 0.25
 """Each enabled backend is sampled about four times a second while live."""
 PROFILE_EVERY_S = 5.0
+PROFILE_EVERY_MAX_S = 60.0
+"""A kernel burst per backend 5 s after the first, then 10, 20, 40 and every 60 s while the
+workload stays the same (each burst costs the engine host memory that Kineto keeps)."""
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
@@ -216,7 +219,8 @@ class SdpaApp(App):
         flags = tuple(b for b in ALL_BACKENDS if b in self.flags and not (legacy and b is Backend.CUDNN))
         return Configure(
             self.session.next_config_id(), self.session.workload, flags,
-            profile_every_s=PROFILE_EVERY_S, sample_interval_s=SAMPLE_INTERVAL_S,
+            profile_every_s=PROFILE_EVERY_S, profile_every_max_s=PROFILE_EVERY_MAX_S,
+            sample_interval_s=SAMPLE_INTERVAL_S,
             legacy_api=legacy, priority=() if legacy else self.priority,
         )
 
