@@ -10,8 +10,19 @@ and holds free (``mallinfo2``), and Python's allocated blocks:
 - ``burst``       the engine's profiler burst (``profiling.burst``, which collects it at once),
                   cycling over the backends that run
 - ``capture``     a CUDA graph capture and release per backend (what each Configure does)
-- ``configure``   the engine's whole Configure path (``Engine._configure``) and a few
-                  timing slices, cycling dtype and mask as a user pressing keys would
+- ``slices``      the engine's timing slices (an eager loop, graph replays) per backend, in a
+                  process that never ran the profiler
+- ``slices-after-burst``  the same, after one profiler burst per backend
+- ``slices-graphs-after-burst``  the same, the graphs captured after the burst (as in the
+                  engine, where each Configure captures new graphs after earlier bursts)
+- ``configure``   the engine's whole Configure path (``Engine._configure``), then a timing
+                  slice and a profiler burst per backend, for each key press of soak.py
+- ``configure-live``  the same with 20 slices per backend, one of them a burst (about what
+                  5 s of live sampling between two key presses makes)
+- ``configure-live-no-bursts``  the same without the burst
+
+``-teardown`` after a name: the same, with Kineto told to detach CUPTI after each trace
+(``TEARDOWN_CUPTI=1``).
 
     python3 benchmarks/engine_memory.py --device cuda --repeats 600
     python3 benchmarks/engine_memory.py --device cpu --repeats 100 --only burst burst-gc
@@ -41,7 +52,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-EXPERIMENTS = ("profiler", "burst", "capture", "configure")
+TEARDOWN = "-teardown"
+EXPERIMENTS = ("profiler", "burst", "capture", "slices", "slices-after-burst", "slices-graphs-after-burst",
+               "slices-graphs-after-burst" + TEARDOWN, "configure", "configure-live", "configure-live-no-bursts",
+               "configure-live" + TEARDOWN)
+LIVE_SLICES = 20
 CHECKPOINTS = 20
 SHAPE = dict(batch=1, heads=2, kv_heads=2, seq=128, kv_seq=128, head_dim=64)
 
@@ -106,6 +121,50 @@ def _running_backends(device: Any) -> list[tuple[Any, Any]]:
     return [(b, inputs.step()) for b in ALL_BACKENDS if dispatch.probe(inputs, b, device).status == "ok"]
 
 
+def soak_states() -> list[tuple[Any, tuple[Any, ...]]]:
+    """(workload, enabled backends) after each key press of soak.py's rounds, three rounds (the
+    dtype comes back to where it started): flags off and on, causal, dtype, direction, seq."""
+    import dataclasses
+
+    from sdpa_tui.core.backends import ALL_BACKENDS
+    from sdpa_tui.core.workload import Workload
+
+    states, workload = [], Workload(**SHAPE)
+    for dtype in ("bf16", "fp32", "fp16"):
+        for off in ALL_BACKENDS:
+            states.append((workload, tuple(b for b in ALL_BACKENDS if b is not off)))
+            states.append((workload, ALL_BACKENDS))
+        states.append((dataclasses.replace(workload, mask="causal"), ALL_BACKENDS))
+        states.append((workload, ALL_BACKENDS))
+        workload = dataclasses.replace(workload, dtype=dtype)
+        states.append((workload, ALL_BACKENDS))
+        states.append((dataclasses.replace(workload, direction="fwd+bwd"), ALL_BACKENDS))
+        states.append((workload, ALL_BACKENDS))
+        states.append((dataclasses.replace(workload, seq=2 * workload.seq, kv_seq=2 * workload.kv_seq), ALL_BACKENDS))
+        states.append((workload, ALL_BACKENDS))
+    return states
+
+
+def _prepare_slices(name: str, device: Any, state: dict[str, Any]) -> None:
+    """Graphs captured as a Configure does; then, but for ``slices``, one burst per backend."""
+    from sdpa_tui.engine import clocks, profiling
+    from sdpa_tui.engine.calls import forced
+
+    def bursts() -> None:
+        for backend, step in state["runs"]:
+            with forced((backend,)):
+                profiling.burst(step, device, 5)
+
+    if name == "slices-graphs-after-burst":
+        bursts()
+    state["graphs"] = []
+    for backend, step in state["runs"]:
+        with forced((backend,)):
+            state["graphs"].append(clocks.GraphClock(step, device, 20.0))
+    if name == "slices-after-burst":
+        bursts()
+
+
 def _one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
     from sdpa_tui.engine import clocks, profiling
     from sdpa_tui.engine.calls import forced
@@ -127,40 +186,53 @@ def _one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
         for backend, step in state["runs"]:
             with forced((backend,)):
                 clocks.GraphClock(step, device, 20.0).release()
-    elif name == "configure":
-        from sdpa_tui.core.backends import ALL_BACKENDS
+    elif name.startswith("slices"):
+        for (backend, step), graph in zip(state["runs"], state["graphs"]):
+            with forced((backend,)):
+                clocks.eager_us(step, device, 100)
+                if graph is not None:
+                    graph.sample(4)
+    elif name.startswith("configure"):
         from sdpa_tui.core.records import Configure
-        from sdpa_tui.core.workload import Workload
 
         engine = state["engine"]
-        dtype = ("fp16", "bf16", "fp32")[i % 3]
-        mask = ("none", "causal")[(i // 3) % 2]
-        engine._configure(Configure(i + 1, Workload(**SHAPE, dtype=dtype, mask=mask), ALL_BACKENDS,
-                                    profile_every_s=0.0))
-        for _ in range(2 * len(engine.runs)):  # every backend: a profiler burst, then a timing slice
+        workload, enabled = state["states"][i % len(state["states"])]
+        live = name != "configure"
+        # A burst comes as each backend's second slice (profile_every_s=0: every other slice)
+        engine._configure(Configure(i + 1, workload, enabled, profile_every_s=3600.0 if live else 0.0))
+        if name == "configure-live-no-bursts":
+            for run in engine.runs.values():
+                run.next_profile = float("inf")
+        for _ in range((LIVE_SLICES if live else 2) * len(engine.runs)):
             engine._measure_next()
     else:
         raise ValueError(name)
 
 
-def run_experiment(name: str, device_request: str, repeats: int, queue: Any) -> None:
+def run_experiment(experiment: str, device_request: str, repeats: int, queue: Any) -> None:
     """The body of one spawned process: repeat, record, report through ``queue``."""
+    name = experiment.removesuffix(TEARDOWN)
+    if name != experiment:
+        os.environ["TEARDOWN_CUPTI"] = "1"  # read by Kineto: detach CUPTI after each trace
     import torch
 
     from sdpa_tui.engine.environment import resolve_device
     from sdpa_tui.engine.runner import Engine
 
     device, _ = resolve_device(device_request)
-    if name == "capture" and device.type != "cuda":
-        queue.put({"experiment": name, "device": str(device), "skipped": "CUDA graphs need a GPU"})
+    if (name == "capture" or name.startswith("slices")) and device.type != "cuda":
+        queue.put({"experiment": experiment, "device": str(device), "skipped": "CUDA graphs need a GPU"})
         return
     state: dict[str, Any] = {}
-    if name == "configure":
+    if name.startswith("configure"):
         state["engine"] = Engine(_NullChannel(), device_request, _NullCapture())
         state["engine"].device = device
+        state["states"] = soak_states()
     else:
         state["runs"] = _running_backends(device)
         state["trace_path"] = os.path.join(tempfile.mkdtemp(prefix="sdpa-tui-memory-"), "trace.json")
+    if name.startswith("slices"):
+        _prepare_slices(name, device, state)
     if name != "profiler":  # torch alone, as in any process; the others as in the engine's
         gc.freeze()  # as the engine process does once torch is imported (worker.py)
     every = max(1, repeats // CHECKPOINTS)
@@ -172,7 +244,7 @@ def run_experiment(name: str, device_request: str, repeats: int, queue: Any) -> 
             readings.append(reading(i + 1, t0))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    queue.put({"experiment": name, "device": str(device),
+    queue.put({"experiment": experiment, "device": str(device),
                "backends": [b.value for b, _ in state.get("runs", [])], "readings": readings})
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-from sdpa_tui.engine.supervisor import EngineDied, EngineStarting  # noqa: E402
+from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
 
 SIZE = (120, 40)
@@ -44,7 +44,7 @@ FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus"
 """One round of key presses; the pairs put each setting back, so the workload stays small.
 ``d`` cycles the dtype (three presses make a full turn, over three rounds)."""
 SERIES = ("ui_rss_mib", "ui_fds", "ui_threads", "engine_rss_mib", "engine_fds", "engine_gpu_mib",
-          "engine_restarts", "history_rows")
+          "engine_restarts", "engine_recycles", "history_rows")
 FIRST_SAMPLE_TIMEOUT_S = 180.0
 
 
@@ -105,6 +105,7 @@ class Soak:
         self.args = args
         self.samples: list[dict[str, Any]] = []
         self.starts = 0
+        self.recycles = 0
         self.gave_up = False
         self.kills = 0
         self.flips = 0
@@ -113,7 +114,8 @@ class Soak:
         self.gpu = GpuMemory(args.device)
 
     def watch_engine_events(self, app: Any) -> None:
-        """Count engine starts (restarts = starts - 1) as the supervisor reports them."""
+        """Count engine starts (restarts = starts - 1) and replacements (recycles) as the
+        supervisor reports them."""
         supervisor = app.engine
         forward = supervisor.on_event
 
@@ -122,6 +124,8 @@ class Soak:
                 self.starts += 1
             elif isinstance(event, EngineDied) and event.retry_in_s is None:
                 self.gave_up = True
+            elif isinstance(event, EngineRecycled):
+                self.recycles += 1
             forward(event)
 
         supervisor.on_event = on_event
@@ -140,7 +144,8 @@ class Soak:
             "engine_rss_mib": rss_mib(pid) if pid else None,
             "engine_fds": open_fds(pid) if pid else None,
             "engine_gpu_mib": gpu,
-            "engine_restarts": max(0, self.starts - 1),
+            "engine_restarts": max(0, self.starts - 1 - self.recycles),  # after deaths
+            "engine_recycles": self.recycles,
             "history_rows": sum(len(s.history) for s in app.session.backends.values()),
             "workload": app.session.workload.describe(),
         }
@@ -151,7 +156,8 @@ class Soak:
         args = self.args
         workload = Workload(batch=args.batch, heads=args.heads, kv_heads=args.heads, seq=args.seq,
                             kv_seq=args.seq, head_dim=args.head_dim, dtype=args.dtype)
-        app = make_app(workload, ALL_BACKENDS, args.device, os.path.join(tempfile.gettempdir(), "sdpa-tui-soak-exports"))
+        app = make_app(workload, ALL_BACKENDS, args.device, os.path.join(tempfile.gettempdir(), "sdpa-tui-soak-exports"),
+                       engine_memory_mib=args.engine_memory_mib)
         self.watch_engine_events(app)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -211,7 +217,7 @@ class Soak:
         print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} {fmt(row['ui_fds'])} fds "
               f"{fmt(row['ui_threads'])} threads | engine {fmt(row['engine_rss_mib'], ' MiB')} "
               f"{fmt(row['engine_fds'])} fds, GPU {fmt(row['engine_gpu_mib'], ' MiB')} | "
-              f"restarts {row['engine_restarts']} | history {row['history_rows']}", flush=True)
+              f"restarts {row['engine_restarts']}, recycles {row['engine_recycles']} | history {row['history_rows']}", flush=True)
 
 
 # ------------------------------------------------------------------------------- results
@@ -268,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
     parser.add_argument("--kill-engine-every", type=float, default=0.0,
                         help="SIGKILL the engine every this many seconds to soak restarts (default 0: never)")
+    parser.add_argument("--engine-memory-mib", type=float, default=1024.0,
+                        help="the app's engine memory allowance before it is replaced (default 1024; 0: never)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128)

@@ -81,6 +81,10 @@ log() { echo "=== $*"; }
       log "soak: the live app for 8 minutes, flipping flags and workloads"
       python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"
       ;;
+    soak-recycle)
+      log "soak with a small engine memory allowance (256 MiB): the engine is replaced, memory stays bounded"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 256 --out "$OUT/r/soak-cuda-recycle"
+      ;;
     memory)
       log "engine memory: each suspect alone (profiler bursts, graph captures, the Configure path)"
       python3 benchmarks/engine_memory.py --device cuda --repeats 600 --only profiler burst capture --parallel \

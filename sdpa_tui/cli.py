@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     _add_workload_options(parser)
     parser.add_argument("--export-dir", default="sdpa-tui-exports", help="where snapshots go (default ./sdpa-tui-exports)")
+    parser.add_argument(
+        "--engine-memory-mib", type=float, default=1024.0, metavar="MIB",
+        help="replace the engine by a fresh one (history kept) once its host memory grew this much "
+        "since its first profile (default 1024; 0: never)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
@@ -126,6 +131,8 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
             raise ValueError(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
         if getattr(args, "duration", 1.0) <= 0:
             raise ValueError("--duration must be positive")
+        if not args.engine_memory_mib >= 0:  # nan too
+            raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
     return args, workload, backends

@@ -64,6 +64,8 @@ def test_bad_workloads_exit_2_with_one_line(prefix, argv, names, capsys):
         (["report", "--backends", "foo"], "foo"),
         (["report", "--duration", "0"], "--duration"),
         (["report", "--duration", "-1"], "--duration"),
+        (["--engine-memory-mib", "-1"], "--engine-memory-mib"),
+        (["--engine-memory-mib", "nan"], "--engine-memory-mib"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(argv, names, capsys):
@@ -73,7 +75,8 @@ def test_bad_options_exit_2_with_one_line(argv, names, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--batch", "1.5"], ["--seq", "many"], ["--dtype", "fp64"], ["report", "--mask", "diagonal"]]
+    "argv", [["--batch", "1.5"], ["--seq", "many"], ["--dtype", "fp64"], ["report", "--mask", "diagonal"],
+             ["--engine-memory-mib", "lots"]]
 )
 def test_malformed_values_exit_2(argv, capsys):
     err = refuse(argv, capsys)
@@ -85,6 +88,18 @@ def test_defaults():
     assert workload == Workload()
     assert backends == ALL_BACKENDS
     assert args.command is None and args.device == "cuda"
+    assert args.engine_memory_mib == 1024.0
+
+
+def test_the_engine_memory_allowance_reaches_the_engine():
+    from sdpa_tui.ui.app import SdpaApp
+    from sdpa_tui.core.session import Session
+
+    args, workload, backends = cli.parse(["--engine-memory-mib", "0"])
+    app = SdpaApp(Session(workload, backends), engine=None)
+    app.recycle_growth_mib = args.engine_memory_mib
+    assert app._configure_record().recycle_growth_mib == 0.0
+    assert SdpaApp(Session(workload, backends), engine=None)._configure_record().recycle_growth_mib == 1024.0
 
 
 def test_report_options_build_the_workload():

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import gc
+import threading
 
 import torch
 from torch.profiler import profile
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import Configure
+from sdpa_tui.core.records import Configure, KernelCapture, Recycling
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine import profiling
-from sdpa_tui.engine.runner import next_profile_interval
+from sdpa_tui.engine import host_memory, profiling, runner
+from sdpa_tui.engine.runner import Engine, next_profile_interval
 
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
@@ -21,7 +22,7 @@ def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
     gc.disable()
     try:
         result = profiling.burst(lambda: torch.ones(64) * 2, torch.device("cpu"), 3)
-        alive = [o for o in gc.get_objects() if isinstance(o, profile)]
+        alive = [o for o in gc.get_objects() if type(o) is profile]
     finally:
         gc.enable()
     assert result.trace["traceEvents"], "the burst still returns its trace"
@@ -43,3 +44,119 @@ def test_bursts_back_off_while_the_workload_stays_the_same():
 
 def test_without_a_maximum_bursts_keep_their_interval():
     assert intervals(Configure(1, Workload(), (Backend.MATH,), profile_every_s=1.0), 3) == [1.0, 1.0, 1.0]
+
+
+# ------------------------------------------------------------------ replacing a grown engine
+class Recorder:
+    def __init__(self) -> None:
+        self.records: list[object] = []
+
+    def send(self, record: object) -> None:
+        self.records.append(record)
+
+
+class NoOutput:
+    def read_lines(self) -> list[str]:
+        return []
+
+
+def engine_on_cpu(rss_readings: list[float], monkeypatch) -> tuple[Engine, Recorder]:
+    """An engine in this process whose RSS reads as ``rss_readings``, one per look."""
+    readings = iter(rss_readings)
+    monkeypatch.setattr(host_memory, "rss_mib", lambda: next(readings))
+    monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
+    channel = Recorder()
+    engine = Engine(channel, "cpu", NoOutput())
+    return engine, channel
+
+
+def measure(engine: Engine, config: Configure, slices: int) -> None:
+    engine._configure(config)
+    for _ in range(slices):
+        engine._measure_next()
+        engine._check_growth()
+        if engine.stopping:
+            return
+
+
+SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
+
+
+def test_an_engine_that_grew_past_its_allowance_stops_to_be_replaced(monkeypatch):
+    # the first look is the baseline (after the first burst); the next ones grow by 600 MiB
+    engine, channel = engine_on_cpu([1000.0, 1300.0, 1600.0, 1900.0], monkeypatch)
+    measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=512.0), 20)
+    assert engine.recycled and engine.stopping
+    recycling = [r for r in channel.records if isinstance(r, Recycling)]
+    assert recycling == [Recycling(1600.0, 1000.0)]
+
+
+def test_an_engine_within_its_allowance_goes_on(monkeypatch):
+    engine, channel = engine_on_cpu([1000.0] + [1400.0] * 50, monkeypatch)
+    measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=512.0), 20)
+    assert not engine.recycled and not engine.stopping
+    assert not any(isinstance(r, Recycling) for r in channel.records)
+    assert any(isinstance(r, KernelCapture) for r in channel.records), "the baseline comes after a burst"
+
+
+def test_without_an_allowance_the_engine_takes_only_its_baseline(monkeypatch):
+    engine, _ = engine_on_cpu([1000.0], monkeypatch)  # a second look would raise StopIteration
+    measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0), 20)
+    assert not engine.recycled
+
+
+class FakeClient:
+    """An engine process that ends after sending its records (``exit_code`` as given)."""
+
+    started: list["FakeClient"] = []
+
+    def __init__(self, records: list[object], exit_code: int) -> None:
+        self._records, self.exit_code, self.sent, self.pid = list(records), exit_code, [], 1000
+
+    def start(self) -> None:
+        FakeClient.started.append(self)
+
+    def send(self, record: object) -> bool:
+        self.sent.append(record)
+        return True
+
+    def receive(self, timeout: float = 0.0) -> list[object]:
+        records, self._records = self._records, []
+        return records
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._records)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        pass
+
+
+def test_a_recycled_engine_is_replaced_at_once_not_counted_as_a_death():
+    from sdpa_tui.core.records import Ready
+    from sdpa_tui.engine.supervisor import EngineRecycled, EngineStarting, EngineSupervisor
+    from real_data import H200
+
+    ready = Ready(H200)
+    scripts = iter([([ready, Recycling(2100.0, 1000.0)], 5), ([ready], None)])
+    FakeClient.started = []
+    events: list[object] = []
+    second_started = threading.Event()
+
+    def factory(device: str) -> FakeClient:
+        records, code = next(scripts, ([ready], None))
+        if len(FakeClient.started) == 1:
+            second_started.set()
+        return FakeClient(records, code)
+
+    supervisor = EngineSupervisor("cuda", on_records=lambda rs: None, on_event=events.append,
+                                  client_factory=factory, backoff_s=(60.0,))
+    supervisor.configure(Configure(3, SMALL, (Backend.MATH,)))
+    supervisor.start()
+    try:
+        assert second_started.wait(5.0), "a new engine starts without waiting out a backoff"
+    finally:
+        supervisor.stop()
+    # no EngineDied and no backoff in between; the replacement is a first attempt, not a retry
+    assert events[:3] == [EngineStarting(1), EngineRecycled(1100.0), EngineStarting(1)]
+    assert Configure(3, SMALL, (Backend.MATH,)) in FakeClient.started[1].sent, "the new engine gets the workload"

@@ -26,6 +26,7 @@ from sdpa_tui.core.records import (
     Log,
     ProtocolError,
     Ready,
+    Recycling,
     Sample,
     SetPaused,
     Shutdown,
@@ -46,7 +47,7 @@ GQA = Workload(batch=1, heads=16, kv_heads=4, seq=8192, kv_seq=4096, head_dim=12
 
 RECORDS = [
     Configure(7, GQA, (Backend.CUDNN, Backend.MATH), profile_every_s=2.5, profile_every_max_s=40.0,
-              sample_interval_s=0.25),
+              sample_interval_s=0.25, recycle_growth_mib=1024.0),
     Configure(1, Workload(), ALL_BACKENDS),
     Configure(2, Workload(), ()),
     SetPaused(True),
@@ -73,6 +74,7 @@ RECORDS = [
     Dispatch(10, Backend.CUDNN, H200.priority_order, "", (Backend.CUDNN, Backend.MATH),
              "legacy API: torch.backends.cuda.sdp_kernel(...) never touches the cuDNN flag"),
     Configure(11, Workload(), (Backend.MATH,), legacy_api=True),
+    Recycling(2_531.5, 1_147.25),
     Configure(12, Workload(), ALL_BACKENDS, priority=(Backend.FLASH, Backend.CUDNN)),
     BackendStatus(12, Backend.EFFICIENT, "ok", measured=False),
     PeakFlops("bf16", 742.5, "8192x8192x8192 bf16 matmul"),

@@ -14,7 +14,7 @@ from sdpa_tui.core import kernel_names
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Ready, Sample
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.supervisor import EngineDied, EngineStarting
+from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
 from sdpa_tui.ui.widgets.backend_panel import BackendPanel
@@ -349,6 +349,24 @@ async def test_engine_died_is_said_and_the_history_is_kept() -> None:
         engine.feed(app, [Ready(H200)])  # the new engine is up: the note goes
         await settle(pilot, until=lambda: "restarting" not in widget_text(app, "#header"))
         assert "engine ready" in status_line(app)
+        assert "9.7 µs" in widget_text(app, "#panel-cudnn")
+
+
+async def test_a_replaced_engine_is_said_plainly_and_history_kept() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        history = len(app.session.backends[Backend.CUDNN].history)
+        engine.event(app, EngineRecycled(growth_mib=1100.0))
+        await settle(pilot, until=lambda: "host memory" in widget_text(app, "#header"))
+        assert "restarting the engine to give host memory back" in widget_text(app, "#header")
+        assert "grew 1,100 MiB" in status_line(app) and "history kept" in status_line(app)
+        assert not app.query_one("#status-line").has_class("-error"), "not a failure"
+        assert len(app.session.backends[Backend.CUDNN].history) == history
+        engine.event(app, EngineStarting(attempt=1))
+        engine.feed(app, [Ready(H200)])
+        await settle(pilot, until=lambda: "restarting" not in widget_text(app, "#header"))
+        assert "fresh engine ready" in status_line(app) and "1,100 MiB" in status_line(app)
         assert "9.7 µs" in widget_text(app, "#panel-cudnn")
 
 

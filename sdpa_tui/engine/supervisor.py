@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.records import Configure, EngineError, Ready, Sample, SetPaused
+from ..core.records import Configure, EngineError, Ready, Recycling, Sample, SetPaused
 from .client import EngineClient
 
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
@@ -22,6 +22,13 @@ GIVE_UP_AFTER = 3
 @dataclass(frozen=True)
 class EngineStarting:
     attempt: int
+
+
+@dataclass(frozen=True)
+class EngineRecycled:
+    """The engine stopped to give back host memory; a fresh one starts at once."""
+
+    growth_mib: float
 
 
 @dataclass(frozen=True)
@@ -104,14 +111,20 @@ class EngineSupervisor:
             attempt += 1
             self.on_event(EngineStarting(attempt))
             client = self.client_factory(self.device)
+            recycling = None
             try:
                 client.start()
                 self.client = client
-                last_error = self._pump(client)
+                last_error, recycling = self._pump(client)
             except Exception as exc:  # noqa: BLE001 - say it in the UI, then retry with backoff
                 last_error = f"could not run the engine process: {type(exc).__name__}: {exc}"
             if self._stop.is_set():
                 break
+            if recycling is not None:  # not a death: no backoff, and the new engine is attempt 1
+                client.stop(timeout=5.0)
+                self.on_event(EngineRecycled(recycling.rss_mib - recycling.baseline_mib))
+                attempt = 0
+                continue
             client.stop(timeout=1.0)
             self.deaths_in_a_row += 1
             message = last_error or f"the engine process ended (exit code {client.exit_code})"
@@ -129,9 +142,10 @@ class EngineSupervisor:
     def retry(self) -> None:
         self._retry.set()
 
-    def _pump(self, client: EngineClient) -> str:
-        """Forward records until the engine dies or we stop; return its last error message."""
-        last_error = ""
+    def _pump(self, client: EngineClient) -> tuple[str, Recycling | None]:
+        """Forward records until the engine ends or we stop; return its last error message
+        and, if it ended to be replaced, its Recycling record."""
+        last_error, recycling = "", None
         while not self._stop.is_set():
             records = client.receive(timeout=0.1)
             if records:
@@ -142,10 +156,12 @@ class EngineSupervisor:
                         last_error = record.message
                     elif isinstance(record, Sample):
                         self.deaths_in_a_row = 0
+                    elif isinstance(record, Recycling):
+                        recycling = record
                 self.on_records(records)
             elif not client.alive:
-                return last_error
-        return last_error
+                break
+        return last_error, recycling
 
     def _resend_state(self, client: EngineClient) -> None:
         with self._lock:

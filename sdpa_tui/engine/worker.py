@@ -19,6 +19,7 @@ from .output_capture import OutputCapture
 
 EXIT_STICKY_CUDA = 3
 EXIT_STARTUP = 4
+EXIT_RECYCLE = 5
 
 
 def _die_with_parent() -> None:
@@ -50,7 +51,9 @@ def main(conn: Connection, device_request: str) -> None:
         # collector's sight, a full collection (one per profiler burst) takes well under a
         # millisecond instead of ~100 ms (measured on a 2-core CPU machine).
         gc.freeze()
-        Engine(channel, device_request, capture).run()
+        engine = Engine(channel, device_request, capture)
+        engine.run()
+        code = EXIT_RECYCLE if engine.recycled else 0
     except ChannelClosed:
         pass  # the UI is gone: exit quietly, freeing the GPU
     except Exception as exc:  # noqa: BLE001 - report anything, then exit

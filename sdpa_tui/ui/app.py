@@ -22,7 +22,7 @@ from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import CaptureTraces, Configure, Ready, TracesCaptured
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
-from ..engine.supervisor import EngineDied, EngineStarting
+from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import EngineEvent, EngineRecords, GpuUpdate
 from .screens.help import HelpScreen
@@ -40,6 +40,9 @@ PROFILE_EVERY_S = 5.0
 PROFILE_EVERY_MAX_S = 60.0
 """A kernel burst per backend 5 s after the first, then 10, 20, 40 and every 60 s while the
 workload stays the same (each burst costs the engine host memory that Kineto keeps)."""
+RECYCLE_GROWTH_MIB = 1024.0
+"""The engine is replaced by a fresh one (history kept) once its host memory grew this much
+since its first profiler burst: memory torch keeps for good on the GPU (docs/faults.md)."""
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
@@ -102,6 +105,8 @@ class SdpaApp(App):
         self.snapshots = SnapshotFlow(self)
         self.flags: set[Backend] = set(session.enabled)  # what the user switched on
         self.priority: tuple[Backend, ...] = ()  # a custom dispatch order; () is torch's
+        self.recycle_growth_mib = RECYCLE_GROWTH_MIB
+        self._replacing_engine: float | None = None  # MiB the engine being replaced had grown
         self._poller: Any = None
         self._dirty = True
         self._request_id = 0
@@ -162,7 +167,12 @@ class SdpaApp(App):
             if isinstance(record, Ready):
                 self.engine_state = ""
                 mode = "the CPU" if record.environment.is_cpu else record.environment.device_name
-                self.status(f"engine ready on {mode}")
+                if self._replacing_engine is None:
+                    self.status(f"engine ready on {mode}")
+                else:
+                    self.status(f"fresh engine ready on {mode}: the last one had grown {self._replacing_engine:,.0f} MiB "
+                                "of host memory (history kept)")
+                self._replacing_engine = None
             elif isinstance(record, TracesCaptured):
                 self.snapshots.traces_captured(record)
         errors = list(self.session.errors)  # kept in the session: snapshots export them
@@ -174,6 +184,11 @@ class SdpaApp(App):
         event = message.event
         if isinstance(event, EngineStarting) and event.attempt > 1:
             self.engine_state = f"restarting the engine (attempt {event.attempt})"
+        elif isinstance(event, EngineRecycled):
+            self._replacing_engine = event.growth_mib
+            self.engine_state = "restarting the engine to give host memory back"
+            self.status(f"the engine's host memory grew {event.growth_mib:,.0f} MiB since its first profile "
+                        "(torch keeps it for good); restarting it, history kept")
         elif isinstance(event, EngineDied):
             if event.retry_in_s is None:
                 self.engine_state = "engine stopped: it died repeatedly on this workload"
@@ -220,7 +235,7 @@ class SdpaApp(App):
         return Configure(
             self.session.next_config_id(), self.session.workload, flags,
             profile_every_s=PROFILE_EVERY_S, profile_every_max_s=PROFILE_EVERY_MAX_S,
-            sample_interval_s=SAMPLE_INTERVAL_S,
+            sample_interval_s=SAMPLE_INTERVAL_S, recycle_growth_mib=self.recycle_growth_mib,
             legacy_api=legacy, priority=() if legacy else self.priority,
         )
 

@@ -43,7 +43,7 @@ from ..core.workload import Workload
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.nvml import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
-from .app import SdpaApp
+from .app import RECYCLE_GROWTH_MIB, SdpaApp
 from .messages import EngineEvent, EngineRecords
 
 NVML_INTERVAL_S = 1.0
@@ -71,6 +71,7 @@ def make_app(
     export_dir: str = "sdpa-tui-exports",
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
+    engine_memory_mib: float = RECYCLE_GROWTH_MIB,
 ) -> SdpaApp:
     """The real app: an engine process for ``device`` and an NVML poller for its GPU."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
@@ -91,6 +92,7 @@ def make_app(
 
     app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir, device=device)
     app.priority = priority
+    app.recycle_growth_mib = engine_memory_mib
     app.engine = EngineSupervisor(
         device,
         on_records=lambda records: app.post_message(EngineRecords(records)),
@@ -306,7 +308,7 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         )
         return 2
     app = make_app(workload, backends, args.device, os.path.expanduser(args.export_dir),
-                   legacy_api=args.legacy_api, priority=args.priority)
+                   legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib)
     app.watch_terminal = True
     with exit_on_signals(app):
         app.run()
