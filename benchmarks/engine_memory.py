@@ -12,7 +12,7 @@ and holds free (``mallinfo2``), and Python's allocated blocks:
 - ``capture``     a CUDA graph capture and release per backend (what each Configure does)
 - ``slices``      the engine's timing slices (an eager loop, graph replays) per backend, in a
                   process that never ran the profiler
-- ``slices-after-burst``  the same, after one profiler burst per backend
+- ``slices-after-burst``  the same, the graphs captured, then one profiler burst per backend
 - ``slices-graphs-after-burst``  the same, the graphs captured after the burst (as in the
                   engine, where each Configure captures new graphs after earlier bursts)
 - ``configure``   the engine's whole Configure path (``Engine._configure``), then a timing
@@ -25,7 +25,7 @@ and holds free (``mallinfo2``), and Python's allocated blocks:
 (``TEARDOWN_CUPTI=1``).
 
     python3 benchmarks/engine_memory.py --device cuda --repeats 600
-    python3 benchmarks/engine_memory.py --device cpu --repeats 100 --only burst burst-gc
+    python3 benchmarks/engine_memory.py --device cpu --repeats 100 --only profiler burst
 
 Prints, per experiment, RSS at the start, middle and end and the growth per 1,000
 repetitions over the second half, and writes JSON (default
@@ -39,8 +39,8 @@ import ctypes
 import ctypes.util
 import datetime as dt
 import gc
-import os
 import json
+import os
 import multiprocessing as mp
 import platform
 import sys
@@ -100,17 +100,17 @@ def reading(repeats: int, t0: float) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- the experiments
-class _NullChannel:
+class NullChannel:
     def send(self, record: object) -> None:
         pass
 
 
-class _NullCapture:
+class NullCapture:
     def read_lines(self) -> list[str]:
         return []
 
 
-def _running_backends(device: Any) -> list[tuple[Any, Any]]:
+def running_backends(device: Any) -> list[tuple[Any, Any]]:
     """(backend, step) for each backend that runs the small workload on this device."""
     from sdpa_tui.core.backends import ALL_BACKENDS
     from sdpa_tui.core.workload import Workload
@@ -165,7 +165,7 @@ def _prepare_slices(name: str, device: Any, state: dict[str, Any]) -> None:
         bursts()
 
 
-def _one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
+def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
     from sdpa_tui.engine import clocks, profiling
     from sdpa_tui.engine.calls import forced
 
@@ -209,6 +209,23 @@ def _one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
         raise ValueError(name)
 
 
+def setup(name: str, device: Any) -> dict[str, Any]:
+    """What one experiment's repetitions work on: an engine, or the backends' steps (and graphs)."""
+    from sdpa_tui.engine.runner import Engine
+
+    state: dict[str, Any] = {}
+    if name.startswith("configure"):
+        state["engine"] = Engine(NullChannel(), str(device), NullCapture())
+        state["engine"].device = device
+        state["states"] = soak_states()
+    else:
+        state["runs"] = running_backends(device)
+        state["trace_path"] = os.path.join(tempfile.mkdtemp(prefix="sdpa-tui-memory-"), "trace.json")
+    if name.startswith("slices"):
+        _prepare_slices(name, device, state)
+    return state
+
+
 def run_experiment(experiment: str, device_request: str, repeats: int, queue: Any) -> None:
     """The body of one spawned process: repeat, record, report through ``queue``."""
     name = experiment.removesuffix(TEARDOWN)
@@ -217,29 +234,19 @@ def run_experiment(experiment: str, device_request: str, repeats: int, queue: An
     import torch
 
     from sdpa_tui.engine.environment import resolve_device
-    from sdpa_tui.engine.runner import Engine
 
     device, _ = resolve_device(device_request)
     if (name == "capture" or name.startswith("slices")) and device.type != "cuda":
         queue.put({"experiment": experiment, "device": str(device), "skipped": "CUDA graphs need a GPU"})
         return
-    state: dict[str, Any] = {}
-    if name.startswith("configure"):
-        state["engine"] = Engine(_NullChannel(), device_request, _NullCapture())
-        state["engine"].device = device
-        state["states"] = soak_states()
-    else:
-        state["runs"] = _running_backends(device)
-        state["trace_path"] = os.path.join(tempfile.mkdtemp(prefix="sdpa-tui-memory-"), "trace.json")
-    if name.startswith("slices"):
-        _prepare_slices(name, device, state)
+    state = setup(name, device)
     if name != "profiler":  # torch alone, as in any process; the others as in the engine's
         gc.freeze()  # as the engine process does once torch is imported (worker.py)
     every = max(1, repeats // CHECKPOINTS)
     t0 = time.monotonic()
     readings = [reading(0, t0)]
     for i in range(repeats):
-        _one_repeat(name, device, state, i)
+        one_repeat(name, device, state, i)
         if (i + 1) % every == 0 or i + 1 == repeats:
             readings.append(reading(i + 1, t0))
     if device.type == "cuda":

@@ -34,23 +34,16 @@ def main() -> int:
 
     import engine_memory as em
     from sdpa_tui.engine.environment import resolve_device
-    from sdpa_tui.engine.runner import Engine
 
     name = args.experiment
     device, _ = resolve_device("cuda")
-    state: dict = {}
-    if name.startswith("configure"):
-        state["engine"] = Engine(em._NullChannel(), "cuda", em._NullCapture())
-        state["engine"].device = device
-        state["states"] = em.soak_states()
-    else:
-        state["runs"] = em._running_backends(device)
+    state = em.setup(name, device)
     gc.freeze()
     for i in range(args.warm):
-        em._one_repeat(name, device, state, i)
+        em.one_repeat(name, device, state, i)
     with memray.Tracker(args.out, native_traces=True):
         for i in range(args.warm, args.warm + args.repeats):
-            em._one_repeat(name, device, state, i)
+            em.one_repeat(name, device, state, i)
         gc.collect()
 
     groups: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])

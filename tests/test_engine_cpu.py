@@ -20,12 +20,13 @@ import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.kernel_names import identify
-from sdpa_tui.core.records import Configure, EngineError, Log, Ready, Sample
+from sdpa_tui.core.records import Configure, EngineError, Log, Ready, Recycling, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.channel import Channel, ChannelClosed
 from sdpa_tui.engine.client import EngineClient
 from sdpa_tui.engine.headless import EngineFailed, measure
+from sdpa_tui.engine.worker import EXIT_RECYCLE
 from sdpa_tui.exports.tables import dispatch_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -295,3 +296,22 @@ def test_records_sent_just_before_the_peer_died_are_delivered():
     assert records == [EngineError("CUDA context poisoned: test", fatal=True), Log("last line")]
     with pytest.raises(ChannelClosed):
         receiver.receive_all(timeout=0.1)
+
+
+# ------------------------------------------------------------------ replacing a grown engine
+def test_an_engine_past_its_memory_allowance_says_so_and_exits_to_be_replaced():
+    client = EngineClient("cpu")
+    client.start()
+    try:
+        wait_for(client, None, lambda rs: any(isinstance(r, Ready) for r in rs))
+        # an allowance of a millionth of a MiB: any page the engine touches after its first burst
+        assert client.send(Configure(1, FP32, (Backend.MATH,), profile_every_s=0.5, recycle_growth_mib=1e-6))
+        records = wait_for(client, None, lambda rs: any(isinstance(r, Recycling) for r in rs))
+        recycling = next(r for r in records if isinstance(r, Recycling))
+        assert recycling.rss_mib > recycling.baseline_mib > 0
+        deadline = time.monotonic() + DEADLINE_S
+        while client.alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.exit_code == EXIT_RECYCLE
+    finally:
+        client.stop()
