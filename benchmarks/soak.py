@@ -251,6 +251,20 @@ def summarize(samples: list[dict[str, Any]]) -> dict[str, dict[str, float | None
     return summary
 
 
+def per_engine(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each engine process the soak saw (a restart or a replacement starts a new one): its RSS
+    at its first sample and at most, and for how long it was sampled."""
+    engines: dict[int, dict[str, Any]] = {}
+    for s in samples:
+        pid, rss = s.get("engine_pid"), s.get("engine_rss_mib")
+        if pid is None or rss is None:
+            continue
+        e = engines.setdefault(pid, {"pid": pid, "first_s": s["elapsed_s"], "rss_first_mib": rss, "rss_max_mib": rss})
+        e["last_s"] = s["elapsed_s"]
+        e["rss_max_mib"] = max(e["rss_max_mib"], rss)
+    return list(engines.values())
+
+
 def print_table(summary: dict[str, dict[str, float | None]]) -> None:
     fmt = lambda v: "n/a" if v is None else f"{v:,.2f}"  # noqa: E731
     print(f"\n{'series':<18}{'first':>12}{'last':>12}{'max':>12}{'slope / hour':>15}{'2nd half':>15}")
@@ -296,8 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     left = leftover_engines(soak.engine_pids)
     summary = summarize(soak.samples)
     print_table(summary)
-    print(f"\nkey presses {soak.flips}, engine kills {soak.kills}, engine processes seen {len(soak.engine_pids)}, "
-          f"left running after exit {len(left)}")
+    engines = per_engine(soak.samples)
+    if len(engines) > 1:
+        print("\nengine processes (RSS MiB): " + "; ".join(
+            f"{e['first_s']:.0f}-{e['last_s']:.0f} s: {e['rss_first_mib']:,.0f} -> max {e['rss_max_mib']:,.0f}" for e in engines))
+    print(f"\nkey presses {soak.flips}, engine kills {soak.kills}, engine recycles {soak.recycles}, "
+          f"engine processes seen {len(soak.engine_pids)}, left running after exit {len(left)}")
 
     base = Path(args.out) if args.out else (
         REPO / "benchmarks" / "results" / f"soak-{args.device.replace(':', '')}-{started.date()}")
@@ -312,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         "gpu_memory_source": soak.gpu.why or "NVML compute processes",
         "key_presses": soak.flips,
         "engine_kills": soak.kills,
+        "engine_recycles": soak.recycles,
+        "engines": engines,
         "engine_pids": sorted(soak.engine_pids),
         "engines_left_after_exit": left,
         "summary": summary,
