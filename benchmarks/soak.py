@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
+from sdpa_tui.core.records import ENGINE_MEMORY_MIB  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
@@ -288,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
     parser.add_argument("--kill-engine-every", type=float, default=0.0,
                         help="SIGKILL the engine every this many seconds to soak restarts (default 0: never)")
-    parser.add_argument("--engine-memory-mib", type=float, default=1024.0,
-                        help="the app's engine memory allowance before it is replaced (default 1024; 0: never)")
+    parser.add_argument("--engine-memory-mib", type=float, default=ENGINE_MEMORY_MIB,
+                        help=f"the app's engine memory allowance before it is replaced (default {ENGINE_MEMORY_MIB:g}; 0: never)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128)

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
+from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 
 EXIT_USAGE = 2
@@ -56,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_options(parser)
     parser.add_argument("--export-dir", default="sdpa-tui-exports", help="where snapshots go (default ./sdpa-tui-exports)")
     parser.add_argument(
-        "--engine-memory-mib", type=float, default=1024.0, metavar="MIB",
+        "--engine-memory-mib", type=float, default=ENGINE_MEMORY_MIB, metavar="MIB",
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
-        "since its first profile (default 1024; 0: never)",
+        f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")

@@ -92,14 +92,12 @@ def test_defaults():
 
 
 def test_the_engine_memory_allowance_reaches_the_engine():
-    from sdpa_tui.ui.app import SdpaApp
-    from sdpa_tui.core.session import Session
+    from sdpa_tui.ui.launch import make_app
 
-    args, workload, backends = cli.parse(["--engine-memory-mib", "0"])
-    app = SdpaApp(Session(workload, backends), engine=None)
-    app.recycle_growth_mib = args.engine_memory_mib
-    assert app._configure_record().recycle_growth_mib == 0.0
-    assert SdpaApp(Session(workload, backends), engine=None)._configure_record().recycle_growth_mib == 1024.0
+    for argv, expected in ((["--engine-memory-mib", "0"], 0.0), ([], 1024.0)):
+        args, workload, backends = cli.parse(argv)
+        app = make_app(workload, backends, "cpu", engine_memory_mib=args.engine_memory_mib)
+        assert app._configure_record().recycle_growth_mib == expected
 
 
 def test_report_options_build_the_workload():

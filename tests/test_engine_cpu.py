@@ -13,7 +13,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -244,16 +245,27 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_stop_leaves_no_child_alive():
+@contextmanager
+def ready_engine() -> Iterator[EngineClient]:
+    """A fresh engine process on the CPU, ready for a Configure; stopped on the way out."""
     client = EngineClient("cpu")
     client.start()
-    pid = client.pid
     try:
         wait_for(client, None, lambda rs: any(isinstance(r, Ready) for r in rs))
-        client.send(Configure(1, FP32, (Backend.MATH,)))
-        wait_for(client, None, lambda rs: any(isinstance(r, Sample) for r in rs))  # busy measuring
+        yield client
     finally:
         client.stop()
+
+
+def measure_math(client: EngineClient) -> None:
+    client.send(Configure(1, FP32, (Backend.MATH,)))
+    wait_for(client, None, lambda rs: any(isinstance(r, Sample) for r in rs))  # busy measuring
+
+
+def test_stop_leaves_no_child_alive():
+    with ready_engine() as client:
+        pid = client.pid
+        measure_math(client)
     assert not client.alive
     assert client.exit_code is not None
     assert _gone(pid)
@@ -262,13 +274,9 @@ def test_stop_leaves_no_child_alive():
 
 
 def test_killed_engine_is_reported_dead_and_receive_never_raises():
-    client = EngineClient("cpu")
-    client.start()
-    pid = client.pid
-    try:
-        wait_for(client, None, lambda rs: any(isinstance(r, Ready) for r in rs))
-        client.send(Configure(1, FP32, (Backend.MATH,)))
-        wait_for(client, None, lambda rs: any(isinstance(r, Sample) for r in rs))
+    with ready_engine() as client:
+        pid = client.pid
+        measure_math(client)
         client.kill()
         assert not client.alive
         assert client.exit_code is not None and client.exit_code < 0  # killed by a signal
@@ -279,8 +287,6 @@ def test_killed_engine_is_reported_dead_and_receive_never_raises():
         assert client.receive() == []
         assert client.receive(timeout=0.1) == []
         assert client.send(Configure(2, FP32, ())) is False
-    finally:
-        client.stop()
     assert _gone(pid)
 
 
@@ -300,10 +306,7 @@ def test_records_sent_just_before_the_peer_died_are_delivered():
 
 # ------------------------------------------------------------------ replacing a grown engine
 def test_an_engine_past_its_memory_allowance_says_so_and_exits_to_be_replaced():
-    client = EngineClient("cpu")
-    client.start()
-    try:
-        wait_for(client, None, lambda rs: any(isinstance(r, Ready) for r in rs))
+    with ready_engine() as client:
         # an allowance of a millionth of a MiB: any page the engine touches after its first burst
         assert client.send(Configure(1, FP32, (Backend.MATH,), profile_every_s=0.5, recycle_growth_mib=1e-6))
         records = wait_for(client, None, lambda rs: any(isinstance(r, Recycling) for r in rs))
@@ -313,5 +316,3 @@ def test_an_engine_past_its_memory_allowance_says_so_and_exits_to_be_replaced():
         while client.alive and time.monotonic() < deadline:
             time.sleep(0.1)
         assert client.exit_code == EXIT_RECYCLE
-    finally:
-        client.stop()

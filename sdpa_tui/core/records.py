@@ -87,6 +87,11 @@ class Configure:
     priority: tuple[Backend, ...] = ()  # a custom dispatch order (sdpa_kernel set_priority=True)
 
 
+ENGINE_MEMORY_MIB = 1024.0
+"""The live monitor's default ``recycle_growth_mib`` (``--engine-memory-mib``): on a GPU, torch
+keeps host memory for good (docs/gpu-measurements.md), and a fresh engine gets it back."""
+
+
 @dataclass(frozen=True)
 class SetPaused:
     TYPE: ClassVar[str] = "set_paused"

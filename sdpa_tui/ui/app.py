@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.records import CaptureTraces, Configure, Ready, TracesCaptured
+from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, TracesCaptured
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
@@ -40,9 +40,6 @@ PROFILE_EVERY_S = 5.0
 PROFILE_EVERY_MAX_S = 60.0
 """A kernel burst per backend 5 s after the first, then 10, 20, 40 and every 60 s while the
 workload stays the same (each burst costs the engine host memory that Kineto keeps)."""
-RECYCLE_GROWTH_MIB = 1024.0
-"""The engine is replaced by a fresh one (history kept) once its host memory grew this much
-since its first profiler burst: memory torch keeps for good on the GPU (docs/faults.md)."""
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
@@ -105,7 +102,7 @@ class SdpaApp(App):
         self.snapshots = SnapshotFlow(self)
         self.flags: set[Backend] = set(session.enabled)  # what the user switched on
         self.priority: tuple[Backend, ...] = ()  # a custom dispatch order; () is torch's
-        self.recycle_growth_mib = RECYCLE_GROWTH_MIB
+        self.recycle_growth_mib = ENGINE_MEMORY_MIB  # replace the engine once it grew this much
         self._replacing_engine: float | None = None  # MiB the engine being replaced had grown
         self._poller: Any = None
         self._dirty = True

@@ -38,12 +38,13 @@ from multiprocessing import resource_tracker
 from textual.binding import Binding
 
 from ..core.backends import Backend
+from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.nvml import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
-from .app import RECYCLE_GROWTH_MIB, SdpaApp
+from .app import SdpaApp
 from .messages import EngineEvent, EngineRecords
 
 NVML_INTERVAL_S = 1.0
@@ -71,7 +72,7 @@ def make_app(
     export_dir: str = "sdpa-tui-exports",
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
-    engine_memory_mib: float = RECYCLE_GROWTH_MIB,
+    engine_memory_mib: float = ENGINE_MEMORY_MIB,
 ) -> SdpaApp:
     """The real app: an engine process for ``device`` and an NVML poller for its GPU."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
