@@ -52,6 +52,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from recorded import command_line  # noqa: E402
+
 TEARDOWN = "-teardown"
 EXPERIMENTS = ("profiler", "burst", "capture", "slices", "slices-after-burst", "slices-graphs-after-burst",
                "slices-graphs-after-burst" + TEARDOWN, "configure", "configure-live", "configure-live-no-bursts",
@@ -351,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
         "date": started.isoformat(timespec="seconds"),
-        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "command": command_line(argv),
         "python": platform.python_version(), "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() and args.device != "cpu" else None,
         "repeats": args.repeats, "results": results,

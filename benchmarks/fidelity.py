@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend, parse_backend_list  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
+from recorded import command_line  # noqa: E402
 
 ACTIVITY_KINDS = ("kernel", "gpu_memset", "gpu_memcpy")
 REL_TOL, ABS_TOL_US = 0.05, 1.0
@@ -209,7 +210,7 @@ def run(args) -> int:
         console.print(f"[{n}] {note}", markup=False, highlight=False)
 
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": sys.argv,
+    report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": command_line(argv),
               "versions": {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn,
                            "gpu": torch.cuda.get_device_name(0)},
               "engine_environment": dataclasses.asdict(env) if env else None,

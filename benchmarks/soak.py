@@ -9,6 +9,8 @@ soak the restart path too.
 
     python3 benchmarks/soak.py --device cuda --minutes 60
     python3 benchmarks/soak.py --device cpu --minutes 60 --kill-engine-every 120
+    python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 0      # a user who only watches
+    python3 benchmarks/soak.py --device cuda --minutes 8 --keys-for 120      # keys, then watching
 
 Prints first / last / max and a least-squares slope per hour for each series, and writes
 benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
@@ -39,6 +41,7 @@ from sdpa_tui.core.records import ENGINE_MEMORY_MIB  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
+from recorded import command_line  # noqa: E402
 
 SIZE = (120, 40)
 FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")
@@ -168,7 +171,7 @@ class Soak:
                 await self._wait_for_first_sample(app, pilot)
                 t0 = time.monotonic()
                 end = t0 + args.minutes * 60.0
-                next_flip = t0 + args.flip_every
+                next_flip = t0 + args.flip_every if args.flip_every > 0 else float("inf")
                 next_sample = t0
                 next_kill = t0 + args.kill_engine_every if args.kill_engine_every > 0 else float("inf")
                 while not self.stop.is_set():
@@ -183,6 +186,8 @@ class Soak:
                         await pilot.press(FLIPS[self.flips % len(FLIPS)])
                         self.flips += 1
                         next_flip += args.flip_every
+                        if args.keys_for and next_flip > t0 + args.keys_for:
+                            next_flip = float("inf")  # from here on the user only watches
                     if now >= next_kill:
                         self._kill_engine(app)
                         next_kill += args.kill_engine_every
@@ -285,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     parser.add_argument("--minutes", type=float, default=8.0, help="how long to soak (default 8)")
-    parser.add_argument("--flip-every", type=float, default=5.0, help="seconds between key presses (default 5)")
+    parser.add_argument("--flip-every", type=float, default=5.0, help="seconds between key presses (default 5; 0: none, an idle user)")
+    parser.add_argument("--keys-for", type=float, default=0.0,
+                        help="press keys only in the first this many seconds, then watch (default 0: all along)")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
     parser.add_argument("--kill-engine-every", type=float, default=0.0,
                         help="SIGKILL the engine every this many seconds to soak restarts (default 0: never)")
@@ -299,12 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="results path without extension "
                         "(default benchmarks/results/soak-<device>-<date>)")
     args = parser.parse_args(argv)
-    if min(args.minutes, args.flip_every, args.sample_every) <= 0 or args.kill_engine_every < 0:
-        parser.error("--minutes, --flip-every and --sample-every must be positive; --kill-engine-every >= 0")
+    if min(args.minutes, args.sample_every) <= 0 or min(args.flip_every, args.keys_for, args.kill_engine_every) < 0:
+        parser.error("--minutes and --sample-every must be positive; --flip-every, --keys-for and "
+                     "--kill-engine-every >= 0")
 
     soak = Soak(args)
     started = dt.datetime.now()
-    print(f"soak: {args.minutes:g} min on {args.device}, a key every {args.flip_every:g} s, "
+    keys = f"a key every {args.flip_every:g} s" if args.flip_every else "no key presses"
+    keys += f" for the first {args.keys_for:g} s" if args.flip_every and args.keys_for else ""
+    print(f"soak: {args.minutes:g} min on {args.device}, {keys}, "
           f"a sample every {args.sample_every:g} s"
           + (f", engine killed every {args.kill_engine_every:g} s" if args.kill_engine_every else ""), flush=True)
     asyncio.run(soak.run())
@@ -324,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "date": started.isoformat(timespec="seconds"),
         "host": platform.node(),
-        "command": [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])],
+        "command": command_line(argv),
         "python": platform.python_version(),
         "device": args.device,
         "settings": {k: v for k, v in vars(args).items() if k != "out"},

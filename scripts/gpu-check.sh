@@ -81,9 +81,17 @@ log() { echo "=== $*"; }
       log "soak: the live app for 8 minutes, flipping flags and workloads"
       python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"
       ;;
+    soak-idle)
+      log "soak: the live app for 8 minutes with no key presses (a user watching)"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 0 --out "$OUT/r/soak-cuda-idle"
+      ;;
+    soak-then-idle)
+      log "soak: a key every 5 s for 2 minutes, then 6 minutes of watching"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --keys-for 120 --out "$OUT/r/soak-cuda-then-idle"
+      ;;
     soak-recycle)
-      log "soak with a small engine memory allowance (256 MiB): the engine is replaced, memory stays bounded"
-      python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 256 --out "$OUT/r/soak-cuda-recycle"
+      log "soak with a small engine memory allowance (128 MiB): the engine is replaced, memory stays bounded"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 128 --out "$OUT/r/soak-cuda-recycle"
       ;;
     memory)
       log "engine memory: each suspect alone (profiler bursts, graph captures, the Configure path)"

@@ -1,0 +1,22 @@
+"""What a benchmark writes down about how it was run, with no machine paths in it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def command_line(argv: list[str] | None = None) -> list[str]:
+    """The script's name and its arguments; an absolute path keeps only its file name.
+
+    Results are committed, and where this machine keeps its files says nothing about the run.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return [Path(sys.argv[0]).name, *(_without_directories(a) for a in args)]
+
+
+def _without_directories(arg: str) -> str:
+    flag, eq, value = arg.rpartition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+    if Path(value).is_absolute():
+        value = Path(value).name
+    return f"{flag}{eq}{value}"
