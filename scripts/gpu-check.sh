@@ -89,6 +89,11 @@ log() { echo "=== $*"; }
       log "soak: a key every 5 s for 2 minutes, then 6 minutes of watching"
       python3 benchmarks/soak.py --device cuda --minutes 8 --keys-for 120 --out "$OUT/r/soak-cuda-then-idle"
       ;;
+    soak-then-idle-teardown)
+      log "soak-then-idle, shorter, with Kineto's TEARDOWN_CUPTI=1 in the engine"
+      TEARDOWN_CUPTI=1 python3 benchmarks/soak.py --device cuda --minutes 4.5 --keys-for 60 \
+        --out "$OUT/r/soak-cuda-then-idle-teardown"
+      ;;
     soak-recycle)
       log "soak with a small engine memory allowance (128 MiB): the engine is replaced, memory stays bounded"
       python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 128 --out "$OUT/r/soak-cuda-recycle"
