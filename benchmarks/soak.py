@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     parser.add_argument("--minutes", type=float, default=8.0, help="how long to soak (default 8)")
-    parser.add_argument("--flip-every", type=float, default=5.0, help="seconds between key presses (default 5; 0: none, an idle user)")
+    parser.add_argument("--flip-every", type=float, default=5.0,
+                        help="seconds between key presses (default 5; 0: none, a user who only watches)")
     parser.add_argument("--keys-for", type=float, default=0.0,
                         help="press keys only in the first this many seconds, then watch (default 0: all along)")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
