@@ -59,7 +59,8 @@ def inject_fault(kind: str, device: torch.device) -> None:
 def next_profile_interval(previous_s: float, config: Configure) -> float:
     """Seconds to the next burst of a backend: ``profile_every_s``, doubling after each burst up
     to ``profile_every_max_s`` when that is larger. A workload's kernels do not change while it
-    runs, and every burst costs host memory Kineto never gives back (docs/faults.md)."""
+    runs, and each burst is a profiler (CUPTI) session the engine's memory pays for
+    (docs/gpu-measurements.md, "Engine host memory")."""
     if previous_s <= 0 or config.profile_every_max_s <= config.profile_every_s:
         return config.profile_every_s
     return min(previous_s * 2, config.profile_every_max_s)
