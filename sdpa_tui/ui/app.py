@@ -39,7 +39,7 @@ SAMPLE_INTERVAL_S = 0.25
 PROFILE_EVERY_S = 5.0
 PROFILE_EVERY_MAX_S = 60.0
 """A kernel burst per backend 5 s after the first, then 10, 20, 40 and every 60 s while the
-workload stays the same (each burst costs the engine host memory that Kineto keeps)."""
+workload stays the same: its kernels do not change, and fewer profiler sessions are cheaper."""
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
