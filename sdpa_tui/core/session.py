@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import kernel_names
+from .faster import Faster, FasterTracker
 from .backends import ALL_BACKENDS, Backend
 from .records import (
     Accuracy,
@@ -140,6 +141,7 @@ class Session:
         self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
         self.peaks: dict[str, PeakFlops] = {}
+        self._faster = FasterTracker()
         self.set_enabled(enabled)
 
     # -- changes requested by the user -----------------------------------------------------
@@ -274,6 +276,23 @@ class Session:
                 )
             )
         return rows
+
+    def faster(self) -> tuple[Faster, ...]:
+        """The enabled backends that ran and beat SDPA's pick beyond the noise, fastest first.
+
+        On GPU/call where the pick has it, else on eager/call (the CPU). ``()`` while the pick is
+        unknown or not measured, or when it is the fastest. Stable between redraws (see core.faster).
+        """
+        pick = self.dispatch.choice if self.dispatch else None
+        if pick is None or self.backends[pick].status != "ok":
+            return ()
+        clock = "gpu" if len(self.backends[pick].gpu) else "eager"
+        summaries = {
+            b: getattr(s, clock).summary()
+            for b, s in self.backends.items()
+            if s.enabled and s.status == "ok" and s.eligibility in ("", "ok")
+        }
+        return self._faster.update((self.config_id, pick, clock), pick, summaries, clock)
 
     def history(self) -> list[HistoryRow]:
         rows = [r for s in self.backends.values() for r in s.history]

@@ -10,18 +10,22 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Summary:
-    """Median and 90th percentile of a window of values, and how many there were."""
+    """Median, 90th and 10th percentiles of a window of values, and how many there were.
+
+    ``p10`` is None where it was not kept (documents written before it was).
+    """
 
     median: float
     p90: float
     count: int
+    p10: float | None = None
 
     @classmethod
     def of(cls, values: Iterable[float]) -> "Summary | None":
         data = sorted(v for v in values if v is not None)
         if not data:
             return None
-        return cls(statistics.median(data), percentile(data, 90), len(data))
+        return cls(statistics.median(data), percentile(data, 90), len(data), percentile(data, 10))
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:

@@ -8,10 +8,12 @@ from typing import Any
 
 from .. import __version__
 from ..core.backends import Backend
+from ..core.faster import describe, how_to
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``dispatch.faster`` and ``p10`` in each clock's summary were added."""
 
 STATUS_TEXT = {
     "ok": "ok",
@@ -66,10 +68,37 @@ def verdicts(session: Session) -> dict[Backend, list[str]]:
     return notes
 
 
+def how_to_get(session: Session, faster) -> tuple[str, str]:
+    """The two ``sdpa_kernel`` lines that get the faster backend (see core.faster.how_to)."""
+    d = session.dispatch
+    if d is None or d.choice is None:
+        return "", ""
+    known = {b.value for b in Backend}
+    order = [Backend(name) for name in d.priority_order if name in known]
+    enabled = set(session.enabled)
+    in_order = [b for b in order if b in enabled] + [b for b in session.enabled if b not in order]
+    return how_to(faster, d.choice, in_order)
+
+
+def faster_lines(session: Session) -> list[str]:
+    """Whether SDPA's pick is the fastest here, in words; how to get a faster one. [] when unknown."""
+    d = session.dispatch
+    if d is None or d.choice is None or session.backends[d.choice].status != "ok":
+        return []
+    faster = session.faster()
+    if not faster:
+        measured = [s for b, s in session.backends.items() if b != d.choice and s.enabled and s.status == "ok"]
+        if not measured:
+            return []
+        return [f"SDPA's pick {d.choice.label} is the fastest enabled backend here, or within the noise of it"]
+    only, priority = how_to_get(session, faster)
+    return [describe(f, d.choice) for f in faster] + [f"to get it: {only}  or, keeping fallbacks: {priority}"]
+
+
 def _summary(summary: Summary | None) -> dict[str, Any]:
     if summary is None:
-        return {"median": None, "p90": None, "samples": 0}
-    return {"median": summary.median, "p90": summary.p90, "samples": summary.count}
+        return {"median": None, "p10": None, "p90": None, "samples": 0}
+    return {"median": summary.median, "p10": summary.p10, "p90": summary.p90, "samples": summary.count}
 
 
 def backend_dict(row: BackendRow) -> dict[str, Any]:
@@ -106,6 +135,7 @@ def report_dict(session: Session) -> dict[str, Any]:
     dispatch = session.dispatch
     rows = session.rows()
     picked = next((r for r in rows if dispatch and r.backend == dispatch.choice), None)
+    faster = session.faster()
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "sdpa-tui", "version": __version__},
@@ -125,6 +155,8 @@ def report_dict(session: Session) -> dict[str, Any]:
             "note": dispatch.note if dispatch else "",
             "gpu_us": picked.gpu_us.median if picked and picked.gpu_us else None,
             "eager_us": picked.eager_us.median if picked and picked.eager_us else None,
+            "faster": [f.to_dict() for f in faster],
+            "faster_how_to": list(how_to_get(session, faster)) if faster else [],
         },
         "verdicts": {b.value: v for b, v in verdicts(session).items()},
         "engine_errors": list(session.errors),

@@ -46,8 +46,9 @@ STAGING_PREFIX, STAGING_SUFFIX = ".snapshot-", ".partial"
 DIR_PREFIX = "snapshot-"
 DIR_TIME_FORMAT = "%Y%m%d-%H%M%S"
 
-#: The ``schema_version`` values :func:`read_snapshot` accepts.
-SUPPORTED_SCHEMA_VERSIONS: frozenset[int] = frozenset({SCHEMA_VERSION})
+#: The ``schema_version`` values :func:`read_snapshot` accepts. Version 2 added ``dispatch.faster``
+#: and ``p10`` in each clock's summary; a version 1 document lacks them and is otherwise the same.
+SUPPORTED_SCHEMA_VERSIONS: frozenset[int] = frozenset({1, SCHEMA_VERSION})
 
 _MAX_SUFFIX = 10_000
 
@@ -346,7 +347,7 @@ def read_snapshot(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise SnapshotError(f"{file} is not a snapshot: expected a JSON object", file)
     version = document.get("schema_version")
-    known = ", ".join(str(v) for v in sorted(SUPPORTED_SCHEMA_VERSIONS))
+    known = " and ".join(str(v) for v in sorted(SUPPORTED_SCHEMA_VERSIONS))
     if isinstance(version, bool) or not isinstance(version, int):
         raise SnapshotError(
             f"{file} is not a snapshot: schema_version is {'missing' if version is None else repr(version)}",
@@ -354,7 +355,7 @@ def read_snapshot(path: str | os.PathLike) -> dict[str, Any]:
         )
     if version not in SUPPORTED_SCHEMA_VERSIONS:
         raise SnapshotError(
-            f"{file} has schema version {version}; this sdpa-tui reads version {known}", file
+            f"{file} has schema version {version}; this sdpa-tui reads versions {known}", file
         )
     if document.get("kind") != KIND:
         raise SnapshotError(

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..core.records import Environment
 from ..core.session import BackendRow, Session
-from .comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
+from .comparison import STATUS_TEXT, faster_lines, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
 
 COLUMNS = (
     "backend",
@@ -166,6 +166,7 @@ def rich_report(session: Session, width: int = 160) -> Group:
             dropped += (column,)
             table = _terminal_table(session, rows, notes, None, dropped)
     lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
+    lines += [Text(line, style="bold yellow" if session.faster() else "") for line in faster_lines(session)]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
     for row in rows:
@@ -195,6 +196,8 @@ def markdown_report(session: Session) -> str:
         cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", dispatch_line(session), ""]
+    faster = faster_lines(session)
+    out += [f"**{line}**" if i < len(session.faster()) else line for i, line in enumerate(faster)] + ([""] if faster else [])
     out += [f"- {line}" for line in context_lines(session)] + [""]
     out += [
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
