@@ -71,6 +71,8 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
                 environment = session.environment
                 errors.extend(session.errors)
                 points = sweep.add(session.rows())
+                sweep.note_faster(session.workload.seq, session.dispatch.choice if session.dispatch else None,
+                                  session.faster())
                 err.print(progress_line(points), highlight=False)
         except EngineFailed as exc:
             failure = f"the engine failed: {exc}"

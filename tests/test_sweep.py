@@ -480,7 +480,7 @@ def test_json_csv_and_markdown_documents():
     points = sweep.points()
     found = crossovers(points)
     doc = json.loads(json.dumps(sweep_dict(sweep, points, found, GPU_ENV, None, errors=["a non-fatal note"])))
-    assert doc["schema_version"] == 1 and doc["kind"] == "sweep"
+    assert doc["schema_version"] == 2 and doc["kind"] == "sweep"
     assert doc["environment"]["device_name"] == "Test GPU"
     assert doc["base_workload"]["seq"] is None and doc["base_workload"]["dtype"] == "bf16"
     assert doc["seqs"] == [512, 1024, 2048, 4096] and doc["kv_seq_follows_seq"] is True

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from .backends import ALL_BACKENDS, Backend
+from .faster import CLOCK_LABEL, Faster
 from .session import BackendRow
 from .workload import LIMITS, Workload
 
@@ -181,6 +182,23 @@ class Sweep:
         self.failed: dict[Backend, str] = {}  # backend -> "OOM at 4096" / "error at 4096"
         self.stopped = ""  # why the sweep ended before its last length ("" while it goes on)
         self.skip_reason = ""  # what the points of the lengths left read
+        self.not_fastest: dict[int, tuple[Backend, tuple[Faster, ...]]] = {}  # seq -> (SDPA's pick, who beat it)
+        self.judged: list[int] = []  # lengths where SDPA's pick was known
+
+    def note_faster(self, seq: int, pick: Backend | None, faster: tuple[Faster, ...]) -> None:
+        """Record which backends beat SDPA's pick at ``seq`` (Session.faster()); nothing when none did."""
+        if pick is None:
+            return
+        self.judged.append(seq)
+        if faster:
+            self.not_fastest[seq] = (pick, faster)
+
+    def not_fastest_dicts(self) -> list[dict]:
+        """The JSON of :attr:`not_fastest`, in increasing length."""
+        return [
+            {"seq": seq, "pick": pick.value, "faster": [f.to_dict() for f in faster]}
+            for seq, (pick, faster) in sorted(self.not_fastest.items())
+        ]
 
     @property
     def seqs(self) -> list[int]:
@@ -283,6 +301,25 @@ def _runs(seqs: Sequence[int], members: set[int]) -> list[list[int]]:
 
 def _runs_text(runs: list[list[int]]) -> str:
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def pick_findings(sweep: Sweep) -> list[str]:
+    """Where SDPA's pick is not the fastest, beyond the noise: one line naming the lengths, one per length."""
+    if not sweep.not_fastest:
+        if len(sweep.judged) > 0:
+            return ["SDPA's pick is the fastest, or within the noise of the fastest, at every length measured"]
+        return []
+    seqs = sorted(sweep.not_fastest)
+    lines = [f"SDPA's pick is not the fastest at seq {_runs_text(_runs(sweep.seqs, set(seqs)))}"]
+    for seq in seqs:
+        pick, faster = sweep.not_fastest[seq]
+        best = faster[0]
+        lines.append(
+            f"at {seq}: {best.backend.label} is {best.ratio:.2f}x faster than SDPA's pick {pick.label} on "
+            f"{CLOCK_LABEL.get(best.clock, best.clock)} ({fmt_us(best.median)} vs {fmt_us(best.pick_median)} µs); "
+            f"sdpa_kernel([SDPBackend.{best.backend.value}])"
+        )
+    return lines
 
 
 def clock_of(points: Iterable[SweepPoint]) -> str:

@@ -26,11 +26,13 @@ from ..core.sweep import (
     SweepPoint,
     clock_of,
     log_position,
+    pick_findings,
 )
 from ..core.workload import Workload
 from .tables import environment_line
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: ``pick_not_fastest`` (where SDPA's pick is not the fastest) was added."""
 
 CSV_COLUMNS = (
     "seq", "kv_seq", "backend", "status", "reason", "gpu_us", "eager_us", "kernel_us", "peak_mib", "tflops",
@@ -242,6 +244,15 @@ def render(
             grid.add_row("•", f"The sweep {sweep.stopped}")
         parts.append(Text("crossovers and limits:", style="bold"))
         parts.append(grid)
+    picks = pick_findings(sweep)
+    if picks:
+        parts += [Text(""), Text("SDPA's pick:", style="bold")]
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for line in picks:
+            grid.add_row("•", Text(line, style="bold yellow" if sweep.not_fastest else ""))
+        parts.append(grid)
     if environment is not None and environment.notes:
         parts.append(Text("; ".join(environment.notes), style="yellow"))
     return Group(*parts)
@@ -280,6 +291,8 @@ def sweep_dict(
         "clock": clock_of(points),
         "points": [p.to_dict() for p in points],
         "crossovers": findings,
+        "pick_not_fastest": sweep.not_fastest_dicts(),
+        "pick_findings": pick_findings(sweep),
         "stopped": sweep.stopped or None,
         "engine_errors": list(errors or []),
     }
@@ -348,4 +361,7 @@ def sweep_markdown(
         if sweep.stopped:
             out.append(f"- The sweep {sweep.stopped}")
         out.append("")
+    picks = pick_findings(sweep)
+    if picks:
+        out += ["## SDPA's pick", ""] + [f"- {line}" for line in picks] + [""]
     return "\n".join(out)

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ...core.backends import ALL_BACKENDS, Backend
+from ...core.faster import CLOCK_LABEL, Faster
 from ...core.session import Session
 from .backend_panel import fmt_time
 
@@ -31,6 +32,20 @@ def why_not(session: Session, backend: Backend, pick: Backend | None, order: lis
     return "eligible"
 
 
+def faster_text(faster: tuple[Faster, ...]) -> Text:
+    """Two short lines: the backend that beats SDPA's pick, by how much, and how to get it."""
+    first = faster[0]
+    text = Text()
+    text.append("▲ faster: ", style="bold yellow")
+    text.append(f"{first.backend.label} {first.ratio:.2f}x", style="bold yellow")
+    text.append(f" ({fmt_time(first.median)} vs {fmt_time(first.pick_median)} {CLOCK_LABEL.get(first.clock, first.clock)})")
+    for other in faster[1:]:
+        text.append(f", {other.backend.label} {other.ratio:.2f}x")
+    text.append("\nget it: ", style="bold")
+    text.append(f"sdpa_kernel([SDPBackend.{first.backend.value}])")
+    return text
+
+
 class DispatchPanel(Static):
     _shown: tuple | None = None
 
@@ -39,7 +54,8 @@ class DispatchPanel(Static):
 
     def show(self, session: Session) -> None:
         d = session.dispatch
-        key = (d, session.enabled, session.legacy_api, tuple(s.version for s in session.backends.values()))
+        faster = session.faster()
+        key = (d, session.enabled, session.legacy_api, faster, tuple(s.version for s in session.backends.values()))
         if key == self._shown:
             return
         self._shown = key
@@ -60,6 +76,9 @@ class DispatchPanel(Static):
             text.append("\nSDPA picks ", style="bold")
             text.append(d.choice.label, style="bold green")
             text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}   eager {fmt_time(eager.median if eager else None)}")
+            if faster:
+                text.append("\n")
+                text.append_text(faster_text(faster))
         if order:
             text.append("\npriority ", style="bold")
             text.append(" > ".join(b.label for b in order))
