@@ -43,17 +43,14 @@ def summaries(path: Path, clock: str) -> dict[Backend, Summary]:
     return out
 
 
-def session_from(path: Path, priority: tuple[Backend, ...] | None = None) -> Session:
-    """A session replaying a real report with five samples per backend and clock.
+def records_from(path: Path, config_id: int, priority: tuple[Backend, ...] | None = None) -> list:
+    """The engine records that replay a real report with five samples per backend and clock.
 
     ``priority``: a dispatch order to replay instead of the recorded one, as ``--priority`` (or
     ``sdpa_kernel(..., set_priority=True)``) would set it; SDPA's pick is then the first of it
     that ran in the report (every backend that ran was eligible there).
     """
     doc = load(path)
-    session = Session(Workload.from_dict(doc["workload"]), tuple(Backend(b) for b in doc["enabled"]))
-    cid = session.next_config_id()
-    session.apply(Ready(Environment.from_dict(doc["environment"])))
     ran = [Backend(e["backend"]) for e in doc["backends"] if e["status"] == "ok"]
     if priority is None:
         choice = Backend(doc["dispatch"]["choice"])
@@ -61,14 +58,24 @@ def session_from(path: Path, priority: tuple[Backend, ...] | None = None) -> Ses
     else:
         choice = next(b for b in priority if b in ran)
         order = tuple(b.value for b in priority)
-    session.apply(Dispatch(cid, choice, order))
+    records: list = [Ready(Environment.from_dict(doc["environment"])), Dispatch(config_id, choice, order)]
     for entry in doc["backends"]:
         backend = Backend(entry["backend"])
-        session.apply(BackendStatus(cid, backend, entry["status"], entry["reason"], tuple(entry["details"])))
+        records.append(BackendStatus(config_id, backend, entry["status"], entry["reason"], tuple(entry["details"])))
         if entry["status"] != "ok":
             continue
         gpu, eager = entry["clocks"]["gpu"], entry["clocks"]["eager"]
         gpu_values = window(gpu["median"], gpu["p90"]) if gpu["median"] is not None else [None] * 5
         for i, (g, e) in enumerate(zip(gpu_values, window(eager["median"], eager["p90"]))):
-            session.apply(Sample(cid, backend, g, e, "graph", 1, 1.0 + i))
+            records.append(Sample(config_id, backend, g, e, "graph", 1, 1.0 + i))
+    return records
+
+
+def session_from(path: Path, priority: tuple[Backend, ...] | None = None) -> Session:
+    """A session replaying a real report (see :func:`records_from`)."""
+    doc = load(path)
+    session = Session(Workload.from_dict(doc["workload"]), tuple(Backend(b) for b in doc["enabled"]))
+    cid = session.next_config_id()
+    for record in records_from(path, cid, priority):
+        session.apply(record)
     return session

@@ -32,18 +32,36 @@ def why_not(session: Session, backend: Backend, pick: Backend | None, order: lis
     return "eligible"
 
 
-def faster_text(faster: tuple[Faster, ...]) -> Text:
-    """Two short lines: the backend that beats SDPA's pick, by how much, and how to get it."""
-    first = faster[0]
-    text = Text()
-    text.append("▲ faster: ", style="bold yellow")
-    text.append(f"{first.backend.label} {first.ratio:.2f}x", style="bold yellow")
-    text.append(f" ({fmt_time(first.median)} vs {fmt_time(first.pick_median)} {CLOCK_LABEL.get(first.clock, first.clock)})")
-    for other in faster[1:]:
-        text.append(f", {other.backend.label} {other.ratio:.2f}x")
-    text.append("\nget it: ", style="bold")
-    text.append(f"sdpa_kernel([SDPBackend.{first.backend.value}])")
-    return text
+def _fitting(width: int, *candidates: str) -> str:
+    """The first candidate that fits in ``width`` columns, else the last (it wraps)."""
+    return next((c for c in candidates if len(c) <= width), candidates[-1])
+
+
+def faster_text(faster: tuple[Faster, ...], width: int) -> Text:
+    """Two lines: the backend that beats SDPA's pick, by how much, and how to get it.
+
+    As much as fits in ``width``: at 80x24 the panel has 36 columns, and the pick's own median
+    is on the line above.
+    """
+    f = faster[0]
+    label, clock = f.backend.label, CLOCK_LABEL.get(f.clock, f.clock)
+    ratio = f"{f.ratio:.2f}x"
+    line = _fitting(
+        width,
+        f"▲ faster: {label} {ratio} ({fmt_time(f.median)} vs {fmt_time(f.pick_median)} {clock})",
+        f"▲ {label} {ratio} faster: {fmt_time(f.median)} vs {fmt_time(f.pick_median)}",
+        f"{label} {ratio} faster: {fmt_time(f.median)}",
+    )
+    others = "".join(f", {o.backend.label} {o.ratio:.2f}x" for o in faster[1:])
+    if len(line + others) <= width:
+        line += others
+    how = _fitting(
+        width,
+        f"get it: with sdpa_kernel([SDPBackend.{f.backend.value}]):",
+        f"get it: sdpa_kernel([SDPBackend.{f.backend.value}])",
+        f"→ sdpa_kernel([{f.backend.value}])",
+    )
+    return Text.assemble((line, "bold yellow"), "\n", how)
 
 
 class DispatchPanel(Static):
@@ -55,7 +73,8 @@ class DispatchPanel(Static):
     def show(self, session: Session) -> None:
         d = session.dispatch
         faster = session.faster()
-        key = (d, session.enabled, session.legacy_api, faster, tuple(s.version for s in session.backends.values()))
+        width = self.content_region.width or self.size.width
+        key = (d, session.enabled, session.legacy_api, faster, width, tuple(s.version for s in session.backends.values()))
         if key == self._shown:
             return
         self._shown = key
@@ -78,7 +97,7 @@ class DispatchPanel(Static):
             text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}   eager {fmt_time(eager.median if eager else None)}")
             if faster:
                 text.append("\n")
-                text.append_text(faster_text(faster))
+                text.append_text(faster_text(faster, width))
         if order:
             text.append("\npriority ", style="bold")
             text.append(" > ".join(b.label for b in order))
