@@ -116,6 +116,16 @@ log() { echo "=== $*"; }
       python3 -m sdpa_tui sweep --batch 1 --heads 16 --head-dim 128 --dtype bf16 --causal --seq 256:32768 \
         --duration 0.5 --json "$OUT/r/sweep.json" --markdown "$OUT/r/sweep.md"
       ;;
+    faster)
+      log "faster: where Flash or Mem-efficient beats SDPA's pick (fp16/bf16, hd 64/128, causal or not)"
+      for dtype in fp16 bf16; do for hd in 64 128; do for causal in "" --causal; do
+        name="faster-$dtype-hd$hd${causal:+-causal}"
+        python3 -m sdpa_tui sweep --batch 2 --heads 16 --head-dim $hd --dtype $dtype $causal --seq 512,2048,8192 \
+          --duration 2 --json "$OUT/r/$name.json" --markdown "$OUT/r/$name.md" > "$OUT/r/$name.txt" 2>&1
+        echo "$name exit=$?"; grep -A4 "SDPA's pick:" "$OUT/r/$name.txt"
+      done; done; done
+      python3 scripts/faster_summary.py "$OUT/r" "$OUT"/r/faster-*.json
+      ;;
     esac
   done
 } 2>&1 | tee "$OUT/log.txt"

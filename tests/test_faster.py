@@ -215,6 +215,7 @@ def test_sweep_names_the_lengths_where_the_pick_is_not_the_fastest():
     assert [(d["seq"], d["pick"]) for d in doc["pick_not_fastest"]] == [(8192, "FLASH_ATTENTION")]
     assert doc["pick_not_fastest"][0]["faster"][0]["backend"] == "CUDNN_ATTENTION"
     assert doc["pick_findings"] == lines
+    assert doc["picks"] == {"512": "CUDNN_ATTENTION", "8192": "FLASH_ATTENTION"}
     assert "## SDPA's pick" in sweep_markdown(sweep, points, [], None, None)
     text = " ".join(text_of(render(sweep, points, [], None, None, 80), 80).split())
     assert "SDPA's pick is not the fastest at seq 8192" in text

@@ -183,13 +183,13 @@ class Sweep:
         self.stopped = ""  # why the sweep ended before its last length ("" while it goes on)
         self.skip_reason = ""  # what the points of the lengths left read
         self.not_fastest: dict[int, tuple[Backend, tuple[Faster, ...]]] = {}  # seq -> (SDPA's pick, who beat it)
-        self.judged: list[int] = []  # lengths where SDPA's pick was known
+        self.picks: dict[int, Backend] = {}  # seq -> SDPA's pick there, where it was known
 
     def note_faster(self, seq: int, pick: Backend | None, faster: tuple[Faster, ...]) -> None:
         """Record which backends beat SDPA's pick at ``seq`` (Session.faster()); nothing when none did."""
         if pick is None:
             return
-        self.judged.append(seq)
+        self.picks[seq] = pick
         if faster:
             self.not_fastest[seq] = (pick, faster)
 
@@ -306,7 +306,7 @@ def _runs_text(runs: list[list[int]]) -> str:
 def pick_findings(sweep: Sweep) -> list[str]:
     """Where SDPA's pick is not the fastest, beyond the noise: one line naming the lengths, one per length."""
     if not sweep.not_fastest:
-        if len(sweep.judged) > 0:
+        if sweep.picks:
             return ["SDPA's pick is the fastest, or within the noise of the fastest, at every length measured"]
         return []
     seqs = sorted(sweep.not_fastest)

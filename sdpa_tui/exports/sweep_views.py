@@ -291,6 +291,7 @@ def sweep_dict(
         "clock": clock_of(points),
         "points": [p.to_dict() for p in points],
         "crossovers": findings,
+        "picks": {str(seq): pick.value for seq, pick in sorted(sweep.picks.items())},
         "pick_not_fastest": sweep.not_fastest_dicts(),
         "pick_findings": pick_findings(sweep),
         "stopped": sweep.stopped or None,
