@@ -196,8 +196,8 @@ def markdown_report(session: Session) -> str:
         cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", dispatch_line(session), ""]
-    faster = faster_lines(session)
-    out += [f"**{line}**" if i < len(session.faster()) else line for i, line in enumerate(faster)] + ([""] if faster else [])
+    lines, named = faster_lines(session), len(session.faster())
+    out += [f"**{line}**" if i < named else line for i, line in enumerate(lines)] + ([""] if lines else [])
     out += [f"- {line}" for line in context_lines(session)] + [""]
     out += [
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
