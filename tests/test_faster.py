@@ -225,3 +225,9 @@ def test_sweep_where_the_pick_is_always_fastest_says_so():
     sweep = sweep_of([(H100_SMALL, None), (H100_8K, None)])
     assert pick_findings(sweep) == ["SDPA's pick is the fastest, or within the noise of the fastest, at every length measured"]
     assert sweep_dict(sweep, sweep.points(), [], None, None)["pick_not_fastest"] == []
+
+
+def test_a_headless_run_keeps_enough_samples_for_a_claim():
+    from sdpa_tui.engine import headless
+
+    assert headless.MIN_SAMPLES >= MIN_SAMPLES  # report and sweep wait for this many per backend

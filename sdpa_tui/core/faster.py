@@ -24,7 +24,7 @@ from .backends import Backend
 from .stats import Summary
 
 MIN_SAMPLES = 5
-"""Values each window needs before a claim is made (``report``'s default run keeps 5 GPU/call samples)."""
+"""Values each window needs before a claim is made; ``report`` and ``sweep`` wait for as many (engine.headless)."""
 
 ENTER_RATIO = 1.05
 """A backend must be at least 5 % faster (median against median) to be named."""
