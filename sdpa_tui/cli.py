@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from .compare import add_compare_parser
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
@@ -61,13 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     _add_sweep_parser(sub)
+    add_compare_parser(sub)
     return parser
 
 
@@ -141,6 +143,10 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, workload, backends = parse(argv)
+    if args.command == "compare":
+        from .compare import run_compare
+
+        return run_compare(args)
     if args.command == "report":
         from .report import run_report
 
