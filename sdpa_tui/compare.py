@@ -11,10 +11,7 @@ import json
 import math
 import sys
 
-from rich.console import Console
-
 from .exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
-from .exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
 
 EXIT_SLOWER = 1
 EXIT_USAGE = 2
@@ -56,6 +53,10 @@ def run_compare(args: argparse.Namespace) -> int:
     except (ValueError, ReportFileError) as exc:
         print(f"sdpa-tui compare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from rich.console import Console  # here: the CLI imports this module to build its parser
+
+    from .exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
+
     comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
     if args.json:
         sys.stdout.write(json.dumps(comparison_dict(comparison), indent=2) + "\n")
