@@ -125,7 +125,9 @@ log() { echo "=== $*"; }
         url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$OUT/r/exporter-stderr.txt" | head -1); [ -n "$url" ] && break; sleep 0.5
       done
       for _ in $(seq 90); do
-        curl -s "$url" > "$OUT/r/metrics-$gpu_tag.txt"
+        curl -s "$url" > "$OUT/r/metrics-$gpu_tag.txt" 2>/dev/null ||  # no curl: the same with Python
+          python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode(), end="")' \
+            "$url" > "$OUT/r/metrics-$gpu_tag.txt"
         [ "$(grep -c '^sdpa_tui_gpu_seconds{' "$OUT/r/metrics-$gpu_tag.txt")" -ge 8 ] &&
           grep -q '^sdpa_tui_kernel_seconds{' "$OUT/r/metrics-$gpu_tag.txt" &&
           grep -q '^sdpa_tui_nvml_power_watts{' "$OUT/r/metrics-$gpu_tag.txt" && break
