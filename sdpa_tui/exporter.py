@@ -20,7 +20,7 @@ from .core.session import Session
 from .core.workload import Workload
 from .engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
 from .exports.metrics import LatestMetrics
-from .exports.metrics_address import check_address, check_port
+from .exports.metrics_address import check_address, check_port, is_loopback
 from .exports.metrics_server import MetricsServerError, serve_metrics
 from .telemetry.nvml import GpuPoller
 from .telemetry.snapshot import GpuSnapshot
@@ -121,6 +121,8 @@ def run_exporter(args: argparse.Namespace, workload: Workload, backends: tuple[B
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     _say(f"serving {server.url} (measuring {workload.describe()} on {args.device}; Ctrl+C stops)")
+    if not is_loopback(address):
+        _say(f"listening on {address}, not only on this machine: other hosts can read the metrics")
     exporter.start()
     try:
         while not stop.wait(0.5):

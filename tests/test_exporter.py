@@ -212,3 +212,19 @@ def test_the_live_monitor_refuses_a_port_in_use(capsys, monkeypatch):
         code = launch.run_app(args, workload, backends)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "in use" in err
+
+
+def test_a_non_loopback_address_is_said_once_served(tmp_path):
+    """--address 0.0.0.0 is allowed when asked for, and the exporter says who can read it."""
+    proc = subprocess.Popen([sys.executable, "-m", "sdpa_tui", "exporter", "--port", "0", "--address", "0.0.0.0",
+                             *CPU_WORKLOAD], cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        first, second = proc.stderr.readline(), proc.stderr.readline()
+        assert re.search(r"serving http://0\.0\.0\.0:\d+/metrics", first)
+        assert "other hosts can read the metrics" in second
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -23,3 +23,8 @@ def check_port(port: int) -> int:
     if not 0 <= port <= 65535:
         raise ValueError(f"the metrics port must be from 0 (any free port) to 65535, got {port}")
     return port
+
+
+def is_loopback(address: str) -> bool:
+    """True for 127.0.0.0/8 and ::1: only this machine can connect."""
+    return ipaddress.ip_address(address).is_loopback

@@ -80,7 +80,7 @@ def verdict_line(comparison: Comparison) -> str:
     slower = comparison.slower()
     if not slower:
         return f"no clock of B is more than {pct} slower than A"
-    items = ", ".join(f"{b.short} {c.clock} {c.ratio:.2f}x" for b, c in slower)
+    items = ", ".join(f"{b.short} {c.clock} {c.ratio:.2f}x (+{(c.ratio - 1) * 100:.1f} %)" for b, c in slower)
     return f"slower in B by more than {pct}: {items}"
 
 
