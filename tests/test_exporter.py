@@ -133,6 +133,8 @@ def test_exporter_serves_the_real_engine_on_the_loopback():
         picks = [s.labels["backend"] for s in families["sdpa_tui_dispatch_choice"] if s.value == 1]
         assert picks in (["FLASH_ATTENTION"], ["MATH"])
         assert value(families["sdpa_tui_engine_ready"], **d) == 1
+        stamp = value(families["sdpa_tui_last_sample_timestamp_seconds"], backend="MATH", **d)
+        assert time.time() - 60 < stamp <= time.time()
         assert value(families["sdpa_tui_nvml_up"], **d) == 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0

@@ -108,7 +108,12 @@ def session_families(session: Session, requested_device: str) -> list[Metric]:
             per_call.add_metric(labels, float(row.kernels_per_call or 0))
         if row.peak_mib is not None:
             peak.add_metric(labels, row.peak_mib * 2**20)
-    families += [enabled, eligible, status, kernel, per_call, peak]
+    last = _gauge("last_sample_timestamp_seconds", "Unix time of the backend's latest timing sample "
+                  "(stale numbers: the engine stopped or is paused)", ["device", "backend"])
+    for backend, state in session.backends.items():
+        if state.last_sample_time:
+            last.add_metric([device, backend.value], state.last_sample_time)
+    families += [enabled, eligible, status, kernel, per_call, peak, last]
 
     choice = _gauge("dispatch_choice", "1 for the backend SDPA picks with the current flags (all 0: no kernel)",
                     ["device", "backend"])
