@@ -126,6 +126,31 @@ log() { echo "=== $*"; }
       done; done; done
       python3 scripts/faster_summary.py "$OUT/r" "$OUT"/r/faster-*.json
       ;;
+    exporter)
+      log "exporter: scrape /metrics once every backend has GPU numbers and NVML is read (at most 90 s)"
+      python3 -m sdpa_tui exporter --port 0 2> "$OUT/r/exporter-stderr.txt" &
+      exporter=$!
+      url=""
+      for _ in $(seq 60); do
+        url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$OUT/r/exporter-stderr.txt" | head -1); [ -n "$url" ] && break; sleep 0.5
+      done
+      for _ in $(seq 90); do
+        curl -s "$url" > "$OUT/r/metrics-$gpu_tag.txt" 2>/dev/null ||  # no curl: the same with Python
+          python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode(), end="")' \
+            "$url" > "$OUT/r/metrics-$gpu_tag.txt"
+        [ "$(grep -c '^sdpa_tui_gpu_seconds{' "$OUT/r/metrics-$gpu_tag.txt")" -ge 8 ] &&
+          grep -q '^sdpa_tui_kernel_seconds{' "$OUT/r/metrics-$gpu_tag.txt" &&
+          grep -q '^sdpa_tui_nvml_power_watts{' "$OUT/r/metrics-$gpu_tag.txt" && break
+        sleep 1
+      done
+      kill -TERM "$exporter"; wait "$exporter"; echo "exporter exit=$?"
+      cat "$OUT/r/exporter-stderr.txt"; grep -v '^#' "$OUT/r/metrics-$gpu_tag.txt"
+      log "compare: the committed H200 report (A) against a fresh one here (B)"
+      python3 -m sdpa_tui report --duration 2 --json "$OUT/r/report-small-fresh.json" > /dev/null
+      python3 -m sdpa_tui compare tests/fixtures/reports/h200-torch2.11/report-small.json \
+        "$OUT/r/report-small-fresh.json" --markdown > "$OUT/r/compare-h200-$gpu_tag.md"
+      echo "compare exit=$?"; cat "$OUT/r/compare-h200-$gpu_tag.md"
+      ;;
     esac
   done
 } 2>&1 | tee "$OUT/log.txt"

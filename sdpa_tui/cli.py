@@ -7,6 +7,8 @@ import re
 import sys
 from collections.abc import Sequence
 
+from .compare import add_compare_parser
+from .metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
@@ -61,13 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
+    add_live_metrics_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare,exporter}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     _add_sweep_parser(sub)
+    add_compare_parser(sub)
+    exporter = sub.add_parser(
+        "exporter", help="measure continuously without a UI and serve Prometheus metrics on /metrics",
+        description="Run the engine as the live monitor does, without a UI, and serve what it measures "
+        "(the three clocks per backend, SDPA's pick, eligibility, main kernels, NVML) for Prometheus.",
+    )
+    _add_workload_options(exporter, inherited=True)
+    add_exporter_options(exporter)
     return parser
 
 
@@ -132,6 +143,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
             raise ValueError(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
         if getattr(args, "duration", 1.0) <= 0:
             raise ValueError("--duration must be positive")
+        check_live_metrics_options(args)
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
     except ValueError as exc:
@@ -141,6 +153,14 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, workload, backends = parse(argv)
+    if args.command == "exporter":
+        from .exporter import run_exporter
+
+        return run_exporter(args, workload, backends)
+    if args.command == "compare":
+        from .compare import run_compare
+
+        return run_compare(args)
     if args.command == "report":
         from .report import run_report
 

@@ -34,6 +34,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing import resource_tracker
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
@@ -47,7 +48,12 @@ from ..telemetry.snapshot import GpuSnapshot
 from .app import SdpaApp
 from .messages import EngineEvent, EngineRecords
 
+if TYPE_CHECKING:
+    from ..exports.metrics import LatestMetrics
+
 NVML_INTERVAL_S = 1.0
+METRICS_INTERVAL_S = 1.0
+"""How often ``--metrics-port`` publishes the session to the metrics endpoint."""
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 """Signals that end the app the orderly way (engine stopped, terminal restored)."""
 FORCE_EXIT_AFTER_S = 20.0
@@ -115,6 +121,8 @@ class LiveApp(SdpaApp):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.watch_terminal = False
+        self.metrics: LatestMetrics | None = None
+        """Set for ``--metrics-port``: the collector the metrics endpoint serves."""
         self.exit_reason: str | None = None
         """Why the app was asked to exit from outside (a signal, the terminal), if it was."""
         self._exit_loop: asyncio.AbstractEventLoop | None = None
@@ -154,6 +162,8 @@ class LiveApp(SdpaApp):
             self.exit(return_code=self._pending_exit)
 
     def on_mount(self) -> None:
+        if self.metrics is not None:  # --metrics-port: publish from this thread, the one owning the session
+            self.set_interval(METRICS_INTERVAL_S, lambda: self.metrics.publish(self.session, self.gpu))
         if self.watch_terminal:
             self._terminal_poll = _terminal_poll()
             self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
@@ -311,8 +321,23 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
     app = make_app(workload, backends, args.device, os.path.expanduser(args.export_dir),
                    legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib)
     app.watch_terminal = True
-    with exit_on_signals(app):
-        app.run()
+    server = None
+    if getattr(args, "metrics_port", None) is not None:
+        from ..exports.metrics import LatestMetrics  # prometheus_client only when asked for
+        from ..exports.metrics_server import MetricsServerError, serve_metrics
+
+        app.metrics = LatestMetrics(args.device)
+        try:
+            server = serve_metrics(app.metrics, args.metrics_port, args.metrics_address)
+        except MetricsServerError as exc:
+            print(f"sdpa-tui: error: {exc}", file=sys.stderr)
+            return 2
+    try:
+        with exit_on_signals(app):
+            app.run()
+    finally:
+        if server is not None:
+            server.stop()
     if app.exit_reason:
         with contextlib.suppress(OSError, ValueError):  # the terminal may be gone
             print(f"sdpa-tui: {app.exit_reason}: engine stopped, exiting", file=sys.stderr)
