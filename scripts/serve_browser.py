@@ -129,19 +129,67 @@ def drive(url: str, screenshot: Path, ready_s: float) -> dict:
     return steps
 
 
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def websocket_only(url: str, seconds: float) -> dict:
+    """Without a browser: the websocket handshake and what the served app sends, as text with
+    the escape sequences taken out (no terminal emulator: split or repainted text may not
+    read as one line), before and after sending ``f``."""
+    import asyncio
+
+    import aiohttp  # textual-serve's own HTTP library
+
+    async def session() -> dict:
+        steps: dict[str, dict] = {}
+        async with aiohttp.ClientSession() as http, http.ws_connect(url + "ws?width=140&height=45") as ws:
+            steps["handshake"] = {"met": True, "text": f"HTTP 101, websocket open at {url}ws"}
+            await ws.send_json(["resize", {"width": 140, "height": 45}])
+
+            async def read(for_s: float, predicate) -> tuple[bool, str]:
+                raw, deadline = [], time.monotonic() + for_s
+                while time.monotonic() < deadline:
+                    try:
+                        msg = await ws.receive(timeout=max(0.1, deadline - time.monotonic()))
+                    except asyncio.TimeoutError:
+                        break
+                    if msg.type == aiohttp.WSMsgType.BINARY:
+                        raw.append(msg.data.decode("utf-8", "replace"))
+                    elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                        break
+                    text = ANSI.sub(" ", "".join(raw))
+                    if predicate(text):
+                        return True, text
+                return False, ANSI.sub(" ", "".join(raw))
+
+            met, text = await read(seconds, lambda t: bool(re.search(r"[\d.]+ (?:µs|ms)", t)))
+            steps["live"] = {"met": met, "text": text[-4000:]}
+            await ws.send_json(["stdin", "f"])
+            met, text = await read(30, lambda t: "Flash flag off" in t)
+            steps["flash_off"] = {"met": met, "text": text[-4000:]}
+        return steps
+
+    return asyncio.run(session())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, required=True, help="where to write the screens read")
-    parser.add_argument("--screenshot", type=Path, required=True, help="PNG of the page after f")
+    parser.add_argument("--screenshot", type=Path, help="PNG of the page after f (required unless --no-browser)")
+    parser.add_argument("--no-browser", action="store_true", help="no chromium here: check the websocket only")
     parser.add_argument("--ready-seconds", type=float, default=120, help="longest wait for the first numbers")
     parser.add_argument("serve_options", nargs="*", help="more sdpa-tui serve options (after --)")
     args = parser.parse_args()
+    if not args.no_browser and args.screenshot is None:
+        parser.error("--screenshot is required with a browser")
     port = free_port()
     with tempfile.TemporaryDirectory() as cwd:
         server = start_server(args.device, port, cwd, args.serve_options)
         try:
-            steps = drive(f"http://127.0.0.1:{port}/", args.screenshot, args.ready_seconds)
+            url = f"http://127.0.0.1:{port}/"
+            steps = (websocket_only(url, args.ready_seconds) if args.no_browser
+                     else drive(url, args.screenshot, args.ready_seconds))
         finally:
             server.terminate()
             out, err = server.communicate(timeout=60)
