@@ -75,6 +75,26 @@ def start_server(device: str, port: int, cwd: str, extra: list[str]) -> subproce
     return server
 
 
+def children(pid: int) -> set[int]:
+    """Child processes of ``pid`` (Linux /proc; empty where that is not readable)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return found
+
+
+def wait_for_sessions_to_end(server: subprocess.Popen, timeout_s: float = 60) -> bool:
+    """After the page or websocket closed, the served app (and its engine) exits: wait for it,
+    so that stopping the server measures the server, not a session still shutting down."""
+    deadline = time.monotonic() + timeout_s
+    while children(server.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not children(server.pid)
+
+
 def screen_text(page) -> str:
     tree = page.locator(".xterm-accessibility-tree")
     return tree.inner_text() if tree.count() else ""
@@ -191,10 +211,11 @@ def main() -> int:
             steps = (websocket_only(url, args.ready_seconds) if args.no_browser
                      else drive(url, args.screenshot, args.ready_seconds))
         finally:
+            sessions_ended = wait_for_sessions_to_end(server)
             server.terminate()
             out, err = server.communicate(timeout=60)
     result = {"url": f"http://127.0.0.1:{port}/", "device": args.device, "steps": steps,
-              "server_exit": server.returncode, "server_stderr": err}
+              "sessions_ended": sessions_ended, "server_exit": server.returncode, "server_stderr": err}
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     for name, step in steps.items():
         print(f"--- {name}: {'seen' if step['met'] else 'NOT seen'}")

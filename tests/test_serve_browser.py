@@ -50,7 +50,10 @@ def test_f_turns_flash_off_on_the_page(browser_run):
 
 
 def test_the_page_screenshot_and_a_clean_server_exit(browser_run):
+    """Closing the browser ends its session: the app and its engine exit (the server's
+    children are gone); then the server stops cleanly on SIGTERM."""
     result, png, _ = browser_run
     assert png.read_bytes()[:8] == PNG_MAGIC
+    assert result["sessions_ended"]
     assert result["server_exit"] == 0
     assert result["server_stderr"] == ""
