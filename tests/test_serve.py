@@ -140,3 +140,24 @@ def test_the_page_is_served_on_the_loopback_only(tmp_path):
         _, err = server.communicate(timeout=30)
     assert server.returncode == 0
     assert err == ""
+
+
+def app_process(extra_env: dict[str, str]) -> subprocess.Popen:
+    env = {**os.environ, **extra_env,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "sdpa_tui", "--device", "cpu", "--seq", "64"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_without_a_terminal_the_monitor_refuses_unless_textual_serve_started_it():
+    plain = app_process({"TEXTUAL_DRIVER": ""})
+    out, err = plain.communicate(timeout=60)
+    assert plain.returncode == 2 and b"no terminal here" in err
+
+    served = app_process({"TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver"})
+    try:
+        assert served.stdout.readline() == b"__GANGLION__\n"  # textual-serve's sign of a Textual app
+    finally:
+        served.stdin.close()  # what the session sees if the server goes away
+        served.wait(timeout=60)
+    assert b"the terminal was closed" in served.stderr.read()
