@@ -52,6 +52,8 @@ def check_address(address: str, port: int, public_url: str | None) -> str | None
     """Why the server cannot listen there (one line), or None when it can."""
     if not 0 < port < 65536:
         return f"--port must be 1 to 65535, got {port}"
+    if public_url is not None and not public_url.startswith(("http://", "https://")):
+        return f"--public-url must start with http:// or https://, got {public_url!r}"
     try:
         infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:

@@ -97,6 +97,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(capsys):
     (["serve", "--address", "0.0.0.0"], "--public-url"),
     (["serve", "--port", "0"], "--port must be 1 to 65535"),
     (["serve", "--port", "70000"], "--port must be 1 to 65535"),
+    (["serve", "--public-url", "gpu-box:8467"], "--public-url must start with http:// or https://"),
 ])
 def test_addresses_it_cannot_serve_on_are_one_line_and_exit_2(argv, says, capsys):
     assert says in one_error_line(argv, capsys)
