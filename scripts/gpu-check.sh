@@ -111,6 +111,16 @@ log() { echo "=== $*"; }
       python3 -m sdpa_tui report --heads 16 --kv-heads 2 --duration 1 --json "$OUT/r/report-gqa.json"
       python3 -m sdpa_tui report --mask padding --duration 1 --json "$OUT/r/report-padding.json"
       ;;
+    serve)
+      if [ -x /usr/bin/chromium ] && python3 -c "import playwright" 2>/dev/null; then
+        log "serve: the monitor in headless Chromium (live numbers, f turns Flash off, screenshot)"
+        python3 scripts/serve_browser.py --device cuda --json "$OUT/r/serve-browser.json" \
+          --screenshot "$OUT/r/serve-browser-$gpu_tag.png" | grep -E '^---|SDPA picks|eager|flags'
+      else
+        log "serve: no chromium or playwright here: the page, the websocket handshake and the app's text"
+        python3 scripts/serve_browser.py --no-browser --device cuda --json "$OUT/r/serve-websocket.json" | grep -E '^---|HTTP'
+      fi
+      ;;
     sweep)
       log "sweep 256..32768 bf16 causal"
       python3 -m sdpa_tui sweep --batch 1 --heads 16 --head-dim 128 --dtype bf16 --causal --seq 256:32768 \

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
     add_live_metrics_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare,exporter}")
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare,exporter,serve}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
@@ -79,7 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_workload_options(exporter, inherited=True)
     add_exporter_options(exporter)
+    _add_serve_parser(sub)
     return parser
+
+
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    """``sdpa-tui serve``: the live monitor in a browser; the workload and flags pass through."""
+    from .serve import DEFAULT_ADDRESS, DEFAULT_PORT
+
+    serve = sub.add_parser(
+        "serve", help="serve the live monitor to a browser (textual-serve), on 127.0.0.1 unless --address",
+        description="Serve the live monitor as a web page: each browser tab runs its own monitor and engine.",
+    )
+    _add_workload_options(serve, inherited=True)
+    g = serve.add_argument_group("serve")
+    g.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    g.add_argument(
+        "--address", default=DEFAULT_ADDRESS,
+        help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine only; reach it with ssh -L)",
+    )
+    g.add_argument("--public-url", metavar="URL", help="the URL browsers use, when it differs from http://ADDRESS:PORT")
+    g.add_argument("--export-dir", default=argparse.SUPPRESS, help="where snapshots go")
+    g.add_argument("--engine-memory-mib", type=float, default=argparse.SUPPRESS, metavar="MIB",
+                   help="as for the live monitor")
 
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
@@ -169,6 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .sweep import run_sweep
 
         return run_sweep(args, workload, backends)
+    if args.command == "serve":
+        from .serve import run_serve
+
+        return run_serve(args, workload, backends)
     from .ui.launch import run_app
 
     return run_app(args, workload, backends)

@@ -1,8 +1,11 @@
-"""Shared test setup: the ``cuda`` marker skips a test where no CUDA GPU is visible."""
+"""Shared test setup: the ``cuda`` marker skips a test where no CUDA GPU is visible; the
+``browser`` marker skips one where Debian's chromium or the playwright package is missing."""
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import os
 import subprocess
 import sys
 
@@ -33,7 +36,21 @@ def cuda_available() -> tuple[bool, str]:
     return False, f"needs a CUDA GPU: {answer}"
 
 
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None (``.ci/run`` installs both)."""
+    chromium = os.environ.get("SDPA_TUI_CHROMIUM", "/usr/bin/chromium")
+    if not os.access(chromium, os.X_OK):
+        return f"needs Debian's chromium at {chromium} (apt-get install chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "needs the playwright package (pip install -e '.[test]')"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    browser_items = [item for item in items if item.get_closest_marker("browser")]
+    why_not = browser_missing() if browser_items else None
+    for item in browser_items if why_not else ():
+        item.add_marker(pytest.mark.skip(reason=why_not))
     cuda_items = [item for item in items if item.get_closest_marker("cuda")]
     if not cuda_items:
         return

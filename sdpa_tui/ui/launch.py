@@ -62,6 +62,13 @@ engine and ends itself (a stuck exit must not leave the engine holding the GPU).
 TERMINAL_CHECK_S = 0.5
 EXIT_TERMINAL_LOST = 128 + signal.SIGHUP
 """Exit status when the terminal went away: the same as for SIGHUP."""
+SERVED_DRIVER = "textual.drivers.web_driver:WebDriver"
+"""The ``TEXTUAL_DRIVER`` textual-serve sets for the app process of each browser session."""
+
+
+def served_by_textual_serve() -> bool:
+    """Whether this process is a browser session started by ``sdpa-tui serve`` (no TTY, by design)."""
+    return os.environ.get("TEXTUAL_DRIVER") == SERVED_DRIVER
 
 
 def gpu_index(device: str) -> int | None:
@@ -311,7 +318,7 @@ class _PollerWithOwnPids:
 
 
 def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
         print(
             "sdpa-tui: no terminal here (stdin/stdout is not a TTY). "
             "For scripts and CI use: sdpa-tui report [options] (--json/--markdown to save)",
