@@ -144,6 +144,8 @@ def test_the_engine_gets_its_kernels_from_a_profiler_process_and_starts_no_profi
         engine.send(Configure(1, TINY, (Backend.MATH,), profile_every_s=0.5))
         seen = records_until(engine, lambda rs: sum(isinstance(r, KernelCapture) for r in rs) >= 2
                              and any(isinstance(r, EngineHealth) and r.profiler_pid for r in rs))
+        profiler_pid = [r for r in seen if isinstance(r, EngineHealth)][-1].profiler_pid
+        assert profiler_pid in engine.pids, "the UI counts the profiler process as ours, not 'another process'"
     captures = [r for r in seen if isinstance(r, KernelCapture)]
     assert all(c.error == "" and c.kernels for c in captures)
     health = [r for r in seen if isinstance(r, EngineHealth)]
