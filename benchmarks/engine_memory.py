@@ -217,8 +217,13 @@ def setup(name: str, device: Any) -> dict[str, Any]:
 
     state: dict[str, Any] = {}
     if name.startswith("configure"):
+        from sdpa_tui.engine.profiler_client import ProfilerClient
+
         state["engine"] = Engine(NullChannel(), str(device), NullCapture())
         state["engine"].device = device
+        # bursts run in the engine's profiler process, as in the app (this process measures none)
+        state["engine"].profiler = ProfilerClient(str(device))
+        state["engine"].profiler.wait_ready()
         state["states"] = soak_states()
     else:
         state["runs"] = running_backends(device)

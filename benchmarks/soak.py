@@ -48,7 +48,7 @@ FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus"
 """One round of key presses; the pairs put each setting back, so the workload stays small.
 ``d`` cycles the dtype (three presses make a full turn, over three rounds)."""
 SERIES = ("ui_rss_mib", "ui_fds", "ui_threads", "engine_rss_mib", "engine_fds", "engine_gpu_mib",
-          "engine_restarts", "engine_recycles", "history_rows")
+          "profiler_rss_mib", "engine_restarts", "engine_recycles", "history_rows")
 FIRST_SAMPLE_TIMEOUT_S = 180.0
 
 
@@ -68,6 +68,14 @@ def open_fds(pid: int | str) -> int | None:
         return len(os.listdir(f"/proc/{pid}/fd"))
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
+
+
+def children(pid: int) -> list[int]:
+    """The engine's children: its profiler process, while one runs."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return []
 
 
 def alive(pid: int) -> bool:
@@ -139,6 +147,8 @@ class Soak:
         if pid:
             self.engine_pids.add(pid)
         gpu = await asyncio.to_thread(self.gpu.of, pid)  # NVML calls take milliseconds
+        profilers = children(pid) if pid else []
+        profiler_rss = [r for r in map(rss_mib, profilers) if r is not None]
         row = {
             "elapsed_s": round(time.monotonic() - t0, 2),
             "ui_rss_mib": rss_mib("self"),
@@ -148,6 +158,8 @@ class Soak:
             "engine_rss_mib": rss_mib(pid) if pid else None,
             "engine_fds": open_fds(pid) if pid else None,
             "engine_gpu_mib": gpu,
+            "profiler_pids": profilers,  # the engine's profiler process (kernel capture), if one runs now
+            "profiler_rss_mib": sum(profiler_rss) if profiler_rss else None,
             "engine_restarts": max(0, self.starts - 1 - self.recycles),  # after deaths
             "engine_recycles": self.recycles,
             "history_rows": sum(len(s.history) for s in app.session.backends.values()),
@@ -223,6 +235,7 @@ class Soak:
         print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} {fmt(row['ui_fds'])} fds "
               f"{fmt(row['ui_threads'])} threads | engine {fmt(row['engine_rss_mib'], ' MiB')} "
               f"{fmt(row['engine_fds'])} fds, GPU {fmt(row['engine_gpu_mib'], ' MiB')} | "
+              f"profiler {fmt(row['profiler_rss_mib'], ' MiB')} | "
               f"restarts {row['engine_restarts']}, recycles {row['engine_recycles']} | history {row['history_rows']}", flush=True)
 
 

@@ -35,7 +35,8 @@ log() { echo "=== $*"; }
     tests)
       log "pytest (cuda-marked and engine tests)"
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_engine_cuda.py \
-        tests/test_reasons.py tests/test_trace_backward.py tests/test_trace.py tests/test_kernel_names.py 2>&1 | tail -30
+        tests/test_reasons.py tests/test_trace_backward.py tests/test_trace.py tests/test_kernel_names.py \
+        tests/test_profiler_process.py tests/test_engine_memory.py 2>&1 | tail -30
       ;;
     fixtures)
       log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
@@ -97,6 +98,10 @@ log() { echo "=== $*"; }
     soak-recycle)
       log "soak with a small engine memory allowance (128 MiB): the engine is replaced, memory stays bounded"
       python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 128 --out "$OUT/r/soak-cuda-recycle"
+      ;;
+    soak-no-growth)
+      log "soak: 8 minutes, a key every 5 s throughout, kernels captured in the profiler process; the 128 MiB allowance replaced the engine 4 times before"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 5 --engine-memory-mib 128 --out "$OUT/r/soak-cuda-no-growth"
       ;;
     memory)
       log "engine memory: each suspect alone (profiler bursts, graph captures, the Configure path)"

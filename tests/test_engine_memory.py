@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable, Iterator
 
+import pytest
 import torch
 from torch.profiler import profile
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import Configure, KernelCapture, Recycling
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine import host_memory, profiling, runner
+from sdpa_tui.engine import host_memory, profiler_guard, profiling, runner
+from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.runner import Engine, next_profile_interval
 
 
@@ -27,6 +30,15 @@ def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
         gc.enable()
     assert result.trace["traceEvents"], "the burst still returns its trace"
     assert alive == []
+
+
+def test_the_guard_counts_a_real_profiler_session_in_this_process():
+    # what the engine reports as EngineHealth.profiler_starts (0 there, by design)
+    profiler_guard.install()
+    before = profiler_guard.starts()
+    with profile():
+        torch.ones(8) * 2
+    assert profiler_guard.starts() > before
 
 
 def intervals(config: Configure, n: int) -> list[float]:
@@ -60,18 +72,31 @@ class NoOutput:
         return []
 
 
-def engine_on_cpu(rss_readings: list[float], monkeypatch) -> tuple[Engine, Recorder]:
-    """An engine in this process whose RSS reads as ``rss_readings``, one per look."""
-    readings = iter(rss_readings)
-    monkeypatch.setattr(host_memory, "rss_mib", lambda: next(readings))
-    monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
-    channel = Recorder()
-    engine = Engine(channel, "cpu", NoOutput())
-    return engine, channel
+@pytest.fixture
+def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine, Recorder]]]:
+    """Makes an engine in this process whose RSS reads as ``rss_readings``, one per look, with a
+    real profiler process for its bursts (stopped on the way out)."""
+    made: list[Engine] = []
+
+    def make(rss_readings: list[float]) -> tuple[Engine, Recorder]:
+        readings = iter(rss_readings)
+        monkeypatch.setattr(host_memory, "rss_mib", lambda: next(readings))
+        monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
+        channel = Recorder()
+        engine = Engine(channel, "cpu", NoOutput())
+        engine.profiler = ProfilerClient("cpu")
+        made.append(engine)
+        return engine, channel
+
+    yield make
+    for engine in made:
+        engine.profiler.close()
 
 
 def measure(engine: Engine, config: Configure, slices: int) -> None:
+    """``slices`` slices, waiting out the profiler process's start (its first burst is due then)."""
     engine._configure(config)
+    engine.profiler.wait_ready()
     for _ in range(slices):
         engine._measure_next()
         engine._check_growth()
@@ -82,25 +107,26 @@ def measure(engine: Engine, config: Configure, slices: int) -> None:
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 
 
-def test_an_engine_that_grew_past_its_allowance_stops_to_be_replaced(monkeypatch):
+def test_an_engine_that_grew_past_its_allowance_stops_to_be_replaced(engine_on_cpu):
     # the first look is the baseline (after the first burst); the next ones grow by 600 MiB
-    engine, channel = engine_on_cpu([1000.0, 1300.0, 1600.0, 1900.0], monkeypatch)
+    engine, channel = engine_on_cpu([1000.0, 1300.0, 1600.0, 1900.0])
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=512.0), 20)
     assert engine.recycled and engine.stopping
     recycling = [r for r in channel.records if isinstance(r, Recycling)]
     assert recycling == [Recycling(1600.0, 1000.0)]
 
 
-def test_an_engine_within_its_allowance_goes_on(monkeypatch):
-    engine, channel = engine_on_cpu([1000.0] + [1400.0] * 50, monkeypatch)
+def test_an_engine_within_its_allowance_goes_on(engine_on_cpu):
+    engine, channel = engine_on_cpu([1000.0] + [1400.0] * 50)
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=512.0), 20)
     assert not engine.recycled and not engine.stopping
     assert not any(isinstance(r, Recycling) for r in channel.records)
-    assert any(isinstance(r, KernelCapture) for r in channel.records), "the baseline comes after a burst"
+    captures = [r for r in channel.records if isinstance(r, KernelCapture)]
+    assert captures and captures[0].kernels, "the baseline comes after a burst (from the profiler process)"
 
 
-def test_without_an_allowance_the_engine_takes_only_its_baseline(monkeypatch):
-    engine, _ = engine_on_cpu([1000.0], monkeypatch)  # a second look would raise StopIteration
+def test_without_an_allowance_the_engine_takes_only_its_baseline(engine_on_cpu):
+    engine, _ = engine_on_cpu([1000.0])  # a second look would raise StopIteration
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0), 20)
     assert not engine.recycled
 

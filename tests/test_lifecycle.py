@@ -177,8 +177,10 @@ class TmuxApp:
         return pid
 
     def tree(self) -> set[int]:
-        """The UI and every child it has now (engine, resource tracker)."""
+        """The UI, every child it has now (engine, resource tracker) and theirs (the engine's
+        profiler process)."""
         now = {self.ui_pid, *children(self.ui_pid)}
+        now |= {grandchild for child in now - {self.ui_pid} for grandchild in children(child)}
         self.seen |= now
         return now
 
@@ -288,6 +290,22 @@ def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
     tree = app.tree()
     app.send("q")
     assert_all_gone(tree, "after q, following a restart")
+    assert app.exit_status() == 0
+
+
+def test_the_profiler_process_goes_with_its_engine_and_q_leaves_none(app: TmuxApp) -> None:
+    engine = app.wait_live()
+    profiler = wait_for(lambda: next(iter(c for c in children(engine) if "profiler_process" in cmdline(c)), None),
+                        LIVE_TIMEOUT_S, "the engine's profiler process (kernel capture)")
+    os.kill(engine, signal.SIGKILL)
+    assert_all_gone({profiler}, "the profiler process after its engine was killed (PR_SET_PDEATHSIG)")
+    second = wait_for(lambda: next((e for e in [app.engine()] if e and e != engine), None),
+                      RESTART_TIMEOUT_S, "a new engine process")
+    wait_for(lambda: next(iter(c for c in children(second) if "profiler_process" in cmdline(c)), None),
+             LIVE_TIMEOUT_S, "the new engine's profiler process")
+    tree = app.tree()
+    app.send("q")
+    assert_all_gone(tree, "after q: UI, engine and profiler process")
     assert app.exit_status() == 0
 
 

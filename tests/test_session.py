@@ -133,6 +133,19 @@ def test_a_sample_after_a_kernel_capture_records_the_kernel_median_in_history():
     assert session.backends[Backend.FLASH].history[-1].kernel_us == pytest.approx(statistics.median(kernel_us))
 
 
+def test_a_failed_capture_is_kept_to_show_with_the_last_kernels_until_one_succeeds():
+    session = configured()
+    cid = session.config_id
+    session.apply(KernelCapture(cid, Backend.FLASH, FLASH_KERNELS, (12.6,)))
+    why = "the profiler process was killed by SIGKILL"
+    assert session.apply(KernelCapture(cid, Backend.FLASH, (), (), error=why))
+    state = session.backends[Backend.FLASH]
+    assert state.capture_error == why and state.kernels == FLASH_KERNELS
+    assert state.kernel.values() == [12.6]
+    session.apply(KernelCapture(cid, Backend.FLASH, FLASH_KERNELS, (12.7,)))
+    assert state.capture_error == ""
+
+
 def test_kernel_capture_sets_kernels_main_kernel_and_kernel_window():
     session = configured()
     cid = session.config_id

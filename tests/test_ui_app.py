@@ -12,7 +12,7 @@ from textual.widgets import Button, Input
 
 from sdpa_tui.core import kernel_names
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Ready, Sample
+from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, KernelCapture, Ready, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.ui.screens.help import HelpScreen
@@ -377,6 +377,19 @@ async def test_engine_error_record_reaches_the_status_line() -> None:
         engine.feed(app, [EngineError("MATH: CUDA out of memory (tried to allocate 9.7 GiB)")])
         await settle(pilot, until=lambda: "out of memory" in status_line(app))
         assert app.query_one("#status-line").has_class("-error")
+
+
+async def test_a_failed_kernel_capture_is_said_in_its_panel_and_the_clocks_stay() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        why = "the profiler process did not answer within 60 s"
+        engine.feed(app, [KernelCapture(engine.config.config_id, Backend.FLASH, (), (), error=why)])
+        await settle(pilot, until=lambda: "kernel capture failed" in widget_text(app, "#panel-flash"))
+        flash = widget_text(app, "#panel-flash")
+        assert why in " ".join(flash.replace("│", " ").split()), "the whole reason, wrapped"
+        assert "flash_fwd_splitkv_kernel" in flash, "the last kernels seen stay"
+        assert "kernel capture failed" not in widget_text(app, "#panel-cudnn")
 
 
 async def test_no_available_kernel_is_shown_with_each_backends_reason() -> None:

@@ -108,6 +108,20 @@ class CaptureTraces:
 
 
 @dataclass(frozen=True)
+class CaptureKernels:
+    """The engine asks its profiler process for one burst: ``calls`` calls of one backend on one
+    workload, answered by a :class:`KernelCapture` with the same ``config_id`` and ``backend``.
+    With ``trace_path``, the Chrome trace is written there too."""
+
+    TYPE: ClassVar[str] = "capture_kernels"
+    config_id: int
+    workload: Workload
+    backend: Backend
+    calls: int
+    trace_path: str = ""
+
+
+@dataclass(frozen=True)
 class Shutdown:
     TYPE: ClassVar[str] = "shutdown"
 
@@ -157,6 +171,7 @@ class KernelCapture:
     kernel_us: tuple[float, ...]  # per call of the burst: sum of its activities' durations
     peak_bytes: int | None = None  # extra device memory of one call
     time: float = 0.0
+    error: str = ""  # the burst failed (no kernels): why, in one line
 
 
 @dataclass(frozen=True)
@@ -229,12 +244,24 @@ class Recycling:
     baseline_mib: float
 
 
+@dataclass(frozen=True)
+class EngineHealth:
+    """The timing engine on itself, every few seconds while it measures: its host memory, and
+    how many profiler sessions it started (always 0: kernels are captured in a sibling process)."""
+
+    TYPE: ClassVar[str] = "engine_health"
+    rss_mib: float | None
+    profiler_starts: int
+    profiler_pid: int | None = None  # the profiler process, while one runs
+
+
 RECORD_TYPES = {
     cls.TYPE: cls
     for cls in (
         Configure,
         SetPaused,
         CaptureTraces,
+        CaptureKernels,
         Shutdown,
         Ready,
         BackendStatus,
@@ -247,6 +274,7 @@ RECORD_TYPES = {
         Log,
         EngineError,
         Recycling,
+        EngineHealth,
     )
 }
 

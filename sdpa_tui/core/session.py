@@ -58,6 +58,7 @@ class BackendState:
     gpu: Window = field(default_factory=Window)
     eager: Window = field(default_factory=Window)
     kernels: tuple[KernelInfo, ...] = ()
+    capture_error: str = ""  # the last kernel capture failed: why (the kernels shown are older)
     peak_bytes: int | None = None
     last_sample_time: float = 0.0
     gpu_method: str = ""
@@ -73,6 +74,7 @@ class BackendState:
         for window in (self.kernel, self.gpu, self.eager):
             window.clear()
         self.kernels = ()
+        self.capture_error = ""
         self.peak_bytes = None
         self.accuracy = None
 
@@ -210,7 +212,9 @@ class Session:
             state.status, state.reason, state.details = record.status, record.reason, record.details
             return True
         if isinstance(record, KernelCapture):
-            state.kernels = record.kernels
+            state.capture_error = record.error
+            if record.kernels or not record.error:  # a failed capture keeps the last kernels shown
+                state.kernels = record.kernels
             state.kernel.extend(record.kernel_us)
             if record.peak_bytes is not None:
                 state.peak_bytes = record.peak_bytes

@@ -10,6 +10,15 @@ from .channel import Channel, ChannelClosed
 from .worker import main as worker_main
 
 
+def child_pids(pid: int) -> tuple[int, ...]:
+    """The children of ``pid`` (Linux /proc; none elsewhere or once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return tuple(int(p) for p in f.read().split())
+    except (OSError, ValueError):
+        return ()
+
+
 class EngineClient:
     """One engine process for one device.
 
@@ -35,6 +44,12 @@ class EngineClient:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
+
+    @property
+    def pids(self) -> frozenset[int]:
+        """The engine process and its children (its profiler process): what runs on the GPU for us."""
+        pid = self.pid
+        return frozenset((pid, *child_pids(pid))) if pid else frozenset()
 
     @property
     def alive(self) -> bool:

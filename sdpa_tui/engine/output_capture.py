@@ -32,6 +32,10 @@ class OutputCapture:
         os.dup2(self._fd, 1)
         os.dup2(self._fd, 2)
 
+    def fileno(self) -> int:
+        """The capture file, for a child process to write its fd 1 and fd 2 into."""
+        return self._fd
+
     def read_lines(self) -> list[str]:
         """Complete lines written since the last call, decoded, blank ones dropped."""
         for stream in (sys.stdout, sys.stderr):

@@ -1,4 +1,8 @@
-"""The kernel clock and kernel identity: a short torch.profiler (Kineto/CUPTI) burst."""
+"""The kernel clock and kernel identity: a short torch.profiler (Kineto/CUPTI) burst.
+
+Runs only in the profiler process (``profiler_process.py``), never in the timing engine: a
+CUDA graph captured in a process where CUPTI was loaded keeps host memory on every replay
+(docs/gpu-measurements.md, "Engine host memory")."""
 
 from __future__ import annotations
 
@@ -61,16 +65,3 @@ def _chrome_trace(prof: profile) -> dict:
             return json.load(f)
     finally:
         os.unlink(path)
-
-
-def peak_extra_bytes(step: Callable[[], object], device: torch.device) -> int | None:
-    """Device memory one call needs beyond what was allocated before it (None on the CPU)."""
-    if device.type != "cuda":
-        return None
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_allocated(device)
-    result = step()
-    torch.cuda.synchronize(device)
-    del result
-    return torch.cuda.max_memory_allocated(device) - before

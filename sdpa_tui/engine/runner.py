@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -16,9 +15,11 @@ from ..core.records import (
     PeakFlops,
     BackendStatus,
     Recycling,
+    CaptureKernels,
     CaptureTraces,
     Configure,
     Dispatch,
+    EngineHealth,
     KernelCapture,
     Log,
     Ready,
@@ -27,11 +28,12 @@ from ..core.records import (
     Shutdown,
     TracesCaptured,
 )
-from . import clocks, dispatch, host_memory, profiling, quality
+from . import call_memory, clocks, dispatch, host_memory, profiler_guard, quality
 from .calls import Inputs, forced
 from .channel import Channel
 from .environment import describe, resolve_device
 from .output_capture import OutputCapture
+from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
 
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
@@ -103,22 +105,40 @@ class Engine:
         self.recycled = False  # stopped so that a fresh engine gives host memory back
         self._rss_baseline_mib: float | None = None  # once the profiler (CUPTI) is loaded
         self._next_rss_check = 0.0
+        # Kernel capture runs in a sibling process: this one never starts a profiler.
+        self.profiler: ProfilerClient | None = None
+        self._next_health = 0.0
 
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
+        profiler_guard.install()
+        self.profiler = ProfilerClient(str(self.device))
         self.channel.send(Ready(describe(self.device, notes)))
         self._flush_logs()
-        while not self.stopping:
-            runnable = bool(self.runs) and not self.paused
-            wait = self._wait_time() if runnable else 0.5
-            for record in self.channel.receive_all(timeout=wait):
-                self._handle(record)
-            if not self.stopping and self.runs and not self.paused:
-                self._measure_next()
-                self._check_growth()
-            self._flush_logs()
+        try:
+            while not self.stopping:
+                runnable = bool(self.runs) and not self.paused
+                wait = self._wait_time() if runnable else 0.5
+                for record in self.channel.receive_all(timeout=wait):
+                    self._handle(record)
+                if not self.stopping and self.runs and not self.paused:
+                    self._measure_next()
+                    self._check_growth()
+                    self._report_health()
+                self._flush_logs()
+        finally:
+            self.profiler.close()
         self._release()
+
+    def _report_health(self) -> None:
+        """Every few seconds while measuring: this process's RSS, and the profiler sessions it
+        started (0 by design; tests and the soak read it from the real process)."""
+        now = time.monotonic()
+        if now < self._next_health:
+            return
+        self._next_health = now + RSS_CHECK_EVERY_S
+        self.channel.send(EngineHealth(host_memory.rss_mib(), profiler_guard.starts(), self.profiler.pid))
 
     def _check_growth(self) -> None:
         """Stop, to be replaced, once host memory grew past the allowance since the first burst.
@@ -156,6 +176,8 @@ class Engine:
     def _flush_logs(self) -> None:
         for line in self.capture.read_lines():
             self.channel.send(Log(line))
+        for line in self.profiler.read_lines() if self.profiler else ():
+            self.channel.send(Log(f"profiler process: {line}"))
 
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
@@ -277,7 +299,7 @@ class Engine:
                 step()
             per_call = clocks.eager_us(step, self.device, 1)
             run = BackendRun(backend, step, per_call)
-            run.peak_bytes = profiling.peak_extra_bytes(step, self.device)
+            run.peak_bytes = call_memory.peak_extra_bytes(step, self.device)
             if self.device.type == "cuda":
                 run.graph = clocks.GraphClock(step, self.device, per_call)
                 if run.graph.method != "graph":
@@ -322,8 +344,8 @@ class Engine:
         try:
             with forced((run.backend,)):
                 if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
-                    self._profile(run)  # a slice of its own: the profiler slows what follows
-                    return
+                    if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
+                        return
                 gpu_us = None
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
@@ -349,33 +371,47 @@ class Engine:
         method = run.graph.method if run.graph else "none"
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time()))
 
-    def _profile(self, run: BackendRun) -> profiling.Burst:
+    def _profile(self, run: BackendRun, trace_path: str = "", wait: bool = False) -> KernelCapture | None:
+        """A burst of ``run``'s backend in the profiler process, sent on as a KernelCapture (with
+        ``error`` when the process failed). None when the process is still starting and
+        ``wait`` is False: timing goes on meanwhile and the burst comes a moment later."""
+        if not wait:
+            try:
+                ready = self.profiler.poll_ready()
+            except ProfilerFailed as exc:
+                return self._profiled(run, self._capture_failed(run, exc))
+            if not ready:
+                run.next_profile = time.monotonic() + 0.5
+                return None
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
-        result = profiling.burst(run.step, self.device, calls)
+        request = CaptureKernels(self.config.config_id, self.config.workload, run.backend, calls, trace_path)
+        try:
+            capture = self.profiler.capture(request, burst_timeout_s(calls, run.per_call_us))
+        except ProfilerFailed as exc:
+            capture = self._capture_failed(run, exc)
+        return self._profiled(run, capture)
+
+    def _capture_failed(self, run: BackendRun, exc: ProfilerFailed) -> KernelCapture:
+        return KernelCapture(self.config.config_id, run.backend, (), (), None, time.time(), error=str(exc))
+
+    def _profiled(self, run: BackendRun, capture: KernelCapture) -> KernelCapture:
+        capture = replace(capture, peak_bytes=run.peak_bytes)
         run.profile_interval_s = next_profile_interval(run.profile_interval_s, self.config)
         run.next_profile = time.monotonic() + run.profile_interval_s
-        self.channel.send(
-            KernelCapture(self.config.config_id, run.backend, result.kernels, result.kernel_us, run.peak_bytes, time.time())
-        )
+        self.channel.send(capture)
         if self._rss_baseline_mib is None:
             self._rss_baseline_mib = host_memory.rss_mib()
-        return result
+        return capture
 
     def _capture_traces(self, request: CaptureTraces) -> None:
         paths, errors = [], []
         for backend, run in list(self.runs.items()):
-            try:
-                with forced((backend,)):
-                    result = self._profile(run)
-                path = os.path.join(request.directory, f"trace-{backend.value}.json")
-                with open(path, "w", encoding="utf-8") as f:
-                    json.dump(result.trace, f)
+            path = os.path.join(request.directory, f"trace-{backend.value}.json")
+            capture = self._profile(run, trace_path=path, wait=True)
+            if capture.error:
+                errors.append(f"{backend.value}: {capture.error}")
+            if capture.kernels and os.path.exists(path):
                 paths.append(path)
-            except OSError as exc:
-                errors.append(f"{backend.value}: {exc.strerror or exc}")
-            except RuntimeError as exc:
-                self._check_sticky(exc)
-                errors.append(f"{backend.value}: {str(exc).splitlines()[0]}")
         self.channel.send(TracesCaptured(request.request_id, tuple(paths), "; ".join(errors)))
 
     def _check_sticky(self, exc: BaseException) -> None:

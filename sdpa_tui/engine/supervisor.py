@@ -90,6 +90,12 @@ class EngineSupervisor:
         client = self.client
         return client.pid if client else None
 
+    @property
+    def engine_pids(self) -> frozenset[int]:
+        """The engine and its profiler process, for NVML not to count them as other processes."""
+        client = self.client
+        return client.pids if client else frozenset()
+
     def kill_engine(self) -> None:
         """End the engine process now (it will be restarted like after a crash)."""
         client = self.client

@@ -302,7 +302,8 @@ class _Nothing:
 
 
 class _PollerWithOwnPids:
-    """Tells the poller which GPU process is our engine, so it is not counted as 'another process'."""
+    """Tells the poller which GPU processes are our engine and its profiler process, so they are
+    not counted as 'another process'."""
 
     def __init__(self, poller: GpuPoller, app: SdpaApp) -> None:
         self.poller = poller
@@ -310,8 +311,7 @@ class _PollerWithOwnPids:
         app.set_interval(2.0, self._update)
 
     def _update(self) -> None:
-        pid = self.app.engine.engine_pid
-        self.poller.own_pids = {pid} if pid else set()
+        self.poller.own_pids = self.app.engine.engine_pids
 
     def stop(self) -> None:
         self.poller.stop()

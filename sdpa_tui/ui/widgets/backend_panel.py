@@ -11,6 +11,7 @@ from textual.widgets import Sparkline, Static
 
 from ...core import kernel_names
 from ...core.backends import Backend
+from ...core.records import KernelInfo
 from ...core.session import BackendRow, BackendState, Session
 from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
@@ -134,8 +135,19 @@ class BackendPanel(Vertical):
         main = state.main_kernel
         if state.status in ("not_eligible", "error", "oom") and len(state.details) > 1:
             return Text("torch says:\n" + "\n".join(f"  {line}" for line in state.details), style="dim")
+        if state.status == "ok" and state.capture_error:
+            failed = Text(f"kernel capture failed: {state.capture_error}", style="bold red")
+            if main is None:
+                return failed
+            failed.append("\n")
+            failed.append_text(self._kernel_identity(state, main))
+            failed.no_wrap, failed.overflow = True, "ellipsis"
+            return failed
         if state.status != "ok" or main is None:
             return Text("")
+        return self._kernel_identity(state, main)
+
+    def _kernel_identity(self, state: BackendState, main: KernelInfo) -> Text:
         ident = kernel_names.identify(main.name)
         text = Text()
         text.append(ident.short, style="bold cyan")

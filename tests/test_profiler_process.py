@@ -1,0 +1,170 @@
+"""Kernel capture in its own process, apart from the timing engine (issue 12, item 8).
+
+Real processes on the CPU: the profiler process answering bursts, each way it can fail
+(killed, dies mid-burst, hangs, answers garbage, never gets ready), and the real engine,
+which gets its kernels from it, never starts a profiler itself and carries on when the
+profiler process fails. Waits are bounded by generous deadlines, never asserted on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import CaptureKernels, Configure, EngineHealth, KernelCapture, Log, Sample
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.engine.profiler_client import ProfilerClient, ProfilerFailed
+from sdpa_tui.engine.profiler_process import FAULT_ENV
+from test_engine_cpu import ready_engine, wait_for
+
+TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
+DEADLINE_S = 120.0  # against hangs on a loaded machine, not a performance claim
+
+
+def request(backend: Backend = Backend.MATH, calls: int = 3, trace_path: str = "") -> CaptureKernels:
+    return CaptureKernels(7, TINY, backend, calls, trace_path)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie is gone too
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+@pytest.fixture
+def profiler():
+    client = ProfilerClient("cpu")
+    yield client
+    client.close()
+
+
+def test_a_burst_on_the_cpu_returns_the_ops_of_each_call(profiler, capfd):
+    capture = profiler.capture(request(Backend.FLASH), DEADLINE_S)
+    assert (capture.config_id, capture.backend, capture.error) == (7, Backend.FLASH, "")
+    assert len(capture.kernel_us) == 3 and all(us > 0 for us in capture.kernel_us)
+    names = [k.name for k in capture.kernels]
+    assert {k.category for k in capture.kernels} == {"cpu_op"}, "no CUDA kernels on the CPU: its ops"
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in names, "the forced backend ran"
+    math = profiler.capture(request(Backend.MATH), DEADLINE_S)
+    assert "aten::_scaled_dot_product_attention_math" in [k.name for k in math.kernels]
+    assert profiler.starts == 1, "one process served both bursts"
+    # Kineto's lines went to the capture file, never to this process's fd 2
+    lines = profiler.read_lines()
+    assert any("profiler_start" in line for line in lines)
+    assert "profiler_start" not in capfd.readouterr().err
+
+
+def test_the_trace_is_written_where_the_engine_asks(profiler, tmp_path):
+    path = tmp_path / "trace-MATH.json"
+    capture = profiler.capture(request(trace_path=str(path)), DEADLINE_S)
+    assert capture.error == ""
+    events = json.loads(path.read_text())["traceEvents"]
+    assert sum(e.get("name") == "sdpa_tui.call" for e in events) >= 3
+
+
+def test_an_unwritable_trace_path_is_said_and_the_kernels_still_come(profiler, tmp_path):
+    capture = profiler.capture(request(trace_path=str(tmp_path / "missing" / "t.json")), DEADLINE_S)
+    assert capture.kernels and capture.error.startswith("trace not written")
+
+
+def test_a_killed_profiler_process_is_said_and_the_next_burst_gets_a_new_one(profiler):
+    profiler.wait_ready()
+    pid = profiler.pid
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(ProfilerFailed, match="killed by SIGKILL|closed its connection|was gone"):
+        profiler.capture(request(), DEADLINE_S)
+    assert gone(pid)
+    capture = profiler.capture(request(), DEADLINE_S)
+    assert capture.kernels and profiler.pid != pid and profiler.starts == 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("exit", "exited with status 9"), ("garbage", "not a record"), ("startup-exit", "exited with status 9")],
+)
+def test_a_profiler_process_that_fails_is_said_in_one_line(monkeypatch, profiler, fault, said):
+    monkeypatch.setenv(FAULT_ENV, fault)
+    with pytest.raises(ProfilerFailed, match=said) as failure:
+        profiler.capture(request(), DEADLINE_S)
+    assert "\n" not in str(failure.value)
+    assert profiler.pid is None, "a failed profiler process is stopped"
+
+
+def test_a_hung_profiler_process_is_stopped_at_its_timeout(monkeypatch, profiler):
+    monkeypatch.setenv(FAULT_ENV, "hang")
+    profiler.wait_ready()
+    pid = profiler.pid
+    with pytest.raises(ProfilerFailed, match="did not answer within 2 s"):
+        profiler.capture(request(), 2.0)
+    assert gone(pid)
+
+
+def test_a_profiler_process_that_never_gets_ready_is_stopped():
+    client = ProfilerClient("cpu", start_timeout_s=0.0)
+    try:
+        with pytest.raises(ProfilerFailed, match="was not ready within 0 s"):
+            client.capture(request(), DEADLINE_S)
+        assert client.pid is None
+    finally:
+        client.close()
+
+
+def test_an_idle_profiler_process_leaves_by_itself():
+    client = ProfilerClient("cpu", idle_exit_s=0.5)
+    try:
+        client.wait_ready()
+        process = client._process
+        process.wait(DEADLINE_S)
+        assert process.returncode == 0
+        capture = client.capture(request(), DEADLINE_S)  # a new one, no error
+        assert capture.kernels and client.starts == 2
+    finally:
+        client.close()
+
+
+# ------------------------------------------------------------------ the real engine
+def records_until(client, done) -> list:
+    return wait_for(client, None, done)
+
+
+def test_the_engine_gets_its_kernels_from_a_profiler_process_and_starts_no_profiler():
+    with ready_engine() as engine:
+        engine.send(Configure(1, TINY, (Backend.MATH,), profile_every_s=0.5))
+        seen = records_until(engine, lambda rs: sum(isinstance(r, KernelCapture) for r in rs) >= 2
+                             and any(isinstance(r, EngineHealth) and r.profiler_pid for r in rs))
+        profiler_pid = [r for r in seen if isinstance(r, EngineHealth)][-1].profiler_pid
+        assert profiler_pid in engine.pids, "the UI counts the profiler process as ours, not 'another process'"
+    captures = [r for r in seen if isinstance(r, KernelCapture)]
+    assert all(c.error == "" and c.kernels for c in captures)
+    health = [r for r in seen if isinstance(r, EngineHealth)]
+    assert all(h.profiler_starts == 0 for h in health), "the timing engine never started a profiler"
+    assert health[-1].profiler_pid not in (None, engine.pid)
+    logs = [r.line for r in seen if isinstance(r, Log)]
+    assert any(line.startswith("profiler process: ") and "profiler_start" in line for line in logs), \
+        "the profiler process's stderr comes as Log records"
+
+
+def test_the_engine_says_a_failed_capture_and_carries_on(monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "exit")  # the engine's profiler processes inherit it: each dies at its burst
+    session = Session(TINY, (Backend.MATH,))
+    with ready_engine() as engine:
+        engine.send(Configure(session.next_config_id(), TINY, (Backend.MATH,), profile_every_s=0.5))
+        seen = wait_for(engine, session, lambda rs: any(isinstance(r, KernelCapture) for r in rs))
+        failed = next(r for r in seen if isinstance(r, KernelCapture))
+        more = wait_for(engine, session, lambda rs: sum(isinstance(r, Sample) for r in rs) >= 3)
+    assert failed.error.startswith("the profiler process exited with status 9") and not failed.kernels
+    assert session.backends[Backend.MATH].capture_error == failed.error, "the panel has it to show"
+    assert sum(isinstance(r, Sample) for r in more) >= 3, "timing goes on"
+    assert engine.exit_code == 0, "the engine neither died nor was replaced"
