@@ -100,3 +100,20 @@ def test_poller_delivers_host_readings(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         poller.stop()
     assert all(h.count == 8 for h in got) and not poller.running
+
+
+def test_poll_benchmark_runs_on_fake_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
+    import json
+    import runpy
+    from pathlib import Path
+
+    fake_pynvml.install(monkeypatch)
+    out = tmp_path / "poll.json"
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "nvml_poll.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--polls", "3", "--interval", "0", "--json", str(out)])
+    with pytest.raises(SystemExit) as code:
+        runpy.run_path(str(script), run_name="__main__")
+    assert code.value.code == 0
+    result = json.loads(out.read_text())
+    assert result["gpus"] == 8 and result["polls"] == 3 and result["poll_ms"]["median"] >= 0
+    assert "one reading of all GPUs: median" in capsys.readouterr().out
