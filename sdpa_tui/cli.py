@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
+from .devices_option import add_devices_option, resolve_devices
 
 EXIT_USAGE = 2
 _DEVICE = re.compile(r"^(cpu|cuda|cuda:\d+)$")
@@ -61,9 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
+    add_devices_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
+    add_devices_option(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
@@ -134,6 +137,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
             raise ValueError("--duration must be positive")
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
+        resolve_devices(args)
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
     return args, workload, backends
@@ -141,6 +145,10 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, workload, backends = parse(argv)
+    if args.command == "report" and args.devices is not None:
+        from .report_devices import run_devices_report
+
+        return run_devices_report(args, workload, backends)
     if args.command == "report":
         from .report import run_report
 

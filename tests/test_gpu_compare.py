@@ -91,3 +91,17 @@ def test_parse_devices_bad(text: str, count: int | None, message: str) -> None:
     with pytest.raises(ValueError, match=None) as info:
         parse_devices(text, count, "NVML sees no GPU")
     assert message in str(info.value)
+
+
+def test_bad_syntax_is_said_before_the_missing_gpus() -> None:
+    with pytest.raises(ValueError, match="takes 'all' or GPU indices"):
+        parse_devices("0,x", None, "NVML Shared Library Not Found")
+
+
+def test_clock_falls_back_where_there_is_no_device_clock() -> None:
+    from sdpa_tui.core.gpu_compare import clock_for
+
+    assert clock_for([gpu(0, 10.0)]) == "gpu"
+    cpu = [GpuResult(0, backend="Math", kernel="k", eager_us=50.0), GpuResult(1, backend="Math", kernel="k", eager_us=80.0)]
+    assert clock_for(cpu) == "eager"
+    assert [o.gpu for o in find_outliers(cpu, clock="eager")] == [1]

@@ -76,6 +76,16 @@ def result_from_session(gpu: int, session: Session, note: str = "") -> GpuResult
                      med(row.eager_us), note or (row.reason if row.status != "ok" else ""))
 
 
+def clock_for(results: Iterable[GpuResult]) -> str:
+    """The clock to compare on: GPU / call where any GPU has it, else kernel sum, else eager
+    (the CPU has no device clock)."""
+    results = tuple(results)
+    for clock in (OUTLIER_CLOCK, "kernel", "eager"):
+        if any(r.median(clock) for r in results):
+            return clock
+    return OUTLIER_CLOCK
+
+
 def ratios_to_fastest(results: Iterable[GpuResult], clock: str = OUTLIER_CLOCK) -> dict[int, float]:
     """Each GPU's median over the fastest GPU's, on ``clock`` (GPUs without a number left out)."""
     timed = {r.gpu: r.median(clock) for r in results if r.median(clock)}
@@ -120,9 +130,11 @@ def outlier_line(outliers: Iterable[Outlier], count: int, threshold: float = OUT
 
 
 def comparison_dict(results: Iterable[GpuResult], threshold: float = OUTLIER_THRESHOLD,
-                    clock: str = OUTLIER_CLOCK) -> dict[str, Any]:
-    """JSON-ready: per GPU its result and ratio to the fastest, plus the outliers."""
+                    clock: str | None = None) -> dict[str, Any]:
+    """JSON-ready: per GPU its result and ratio to the fastest, plus the outliers
+    (on ``clock``; by default :func:`clock_for` the results)."""
     results = tuple(results)
+    clock = clock or clock_for(results)
     ratios = ratios_to_fastest(results, clock)
     return {
         "clock": clock,
@@ -137,20 +149,17 @@ def parse_devices(text: str, count: int | None, why_none: str | None = None) -> 
     """``all`` or a comma list of GPU indices (``0,1``), checked against the ``count`` GPUs of
     the host. Raises ValueError with one line saying what is wrong."""
     text = text.strip()
-    if not count:
-        where = f" ({why_none})" if why_none else ""
-        raise ValueError(f"--devices {text}: no GPU found on this host{where}; use --device cpu to measure on the CPU")
-    if text == "all":
-        return tuple(range(count))
-    indices: list[int] = []
-    for part in text.split(","):
+    wanted: list[int] = []
+    for part in ([] if text == "all" else text.split(",")):
         part = part.strip().removeprefix("cuda:")
         if not part.isdigit():
             raise ValueError(f"--devices takes 'all' or GPU indices like 0,1; got {text!r}")
-        index = int(part)
+        if int(part) not in wanted:
+            wanted.append(int(part))
+    if not count:
+        where = f" ({why_none})" if why_none else ""
+        raise ValueError(f"--devices {text}: no GPU found on this host{where}; use --device cpu to measure on the CPU")
+    for index in wanted:
         if index >= count:
             raise ValueError(f"--devices: GPU {index} is out of range: this host has {count} GPU(s), 0 to {count - 1}")
-        if index not in indices:
-            indices.append(index)
-    return tuple(indices)
-
+    return tuple(range(count)) if text == "all" else tuple(wanted)
