@@ -32,7 +32,7 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from multiprocessing import resource_tracker
 
 from textual.binding import Binding
@@ -42,12 +42,10 @@ from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
 from ..engine.supervisor import EngineSupervisor
-from ..telemetry.nvml import GpuPoller
-from ..telemetry.snapshot import GpuSnapshot
 from .app import SdpaApp
+from .gpu_switching import host_gpu_source
 from .messages import EngineEvent, EngineRecords
 
-NVML_INTERVAL_S = 1.0
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 """Signals that end the app the orderly way (engine stopped, terminal restored)."""
 FORCE_EXIT_AFTER_S = 20.0
@@ -56,13 +54,6 @@ engine and ends itself (a stuck exit must not leave the engine holding the GPU).
 TERMINAL_CHECK_S = 0.5
 EXIT_TERMINAL_LOST = 128 + signal.SIGHUP
 """Exit status when the terminal went away: the same as for SIGHUP."""
-
-
-def gpu_index(device: str) -> int | None:
-    """The GPU the NVML panel watches: the one measured on (None in CPU mode)."""
-    if device == "cpu":
-        return None
-    return int(device.split(":", 1)[1]) if ":" in device else 0
 
 
 def make_app(
@@ -81,17 +72,8 @@ def make_app(
     resource_tracker.ensure_running()
     session = Session(workload, backends)
     session.legacy_api = legacy_api
-    index = gpu_index(device)
-
-    def gpu_source(deliver: Callable[[GpuSnapshot], None]) -> object:
-        if index is None:
-            deliver(GpuSnapshot.unavailable("--device cpu: no GPU is watched"))
-            return _Nothing()
-        poller = GpuPoller(deliver, interval=NVML_INTERVAL_S, index=index)
-        poller.start()
-        return _PollerWithOwnPids(poller, app)
-
-    app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir, device=device)
+    app = LiveApp(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
+    app.gpu_source = host_gpu_source(app)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib
     app.engine = EngineSupervisor(
@@ -277,27 +259,6 @@ def _force_exit(app: LiveApp, code: int) -> None:
         app.engine.kill_engine()
     finally:
         os._exit(code)
-
-
-class _Nothing:
-    def stop(self) -> None:
-        pass
-
-
-class _PollerWithOwnPids:
-    """Tells the poller which GPU process is our engine, so it is not counted as 'another process'."""
-
-    def __init__(self, poller: GpuPoller, app: SdpaApp) -> None:
-        self.poller = poller
-        self.app = app
-        app.set_interval(2.0, self._update)
-
-    def _update(self) -> None:
-        pid = self.app.engine.engine_pid
-        self.poller.own_pids = {pid} if pid else set()
-
-    def stop(self) -> None:
-        self.poller.stop()
 
 
 def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:

@@ -1,0 +1,76 @@
+"""Every GPU of the host, one line each: compact enough for 8 GPUs at 120x40."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ...telemetry.host_gpus import HostGpus
+from ...telemetry.snapshot import NOT_THROTTLING, GpuSnapshot
+
+SHORT_REASON = {
+    "SW power cap": "power cap", "HW slowdown": "HW slowdown", "SW thermal slowdown": "thermal",
+    "HW thermal slowdown": "HW thermal", "HW power brake slowdown": "power brake", "sync boost": "sync boost",
+    "board limit": "board limit", "reliability": "reliability", "display clock setting": "display clock",
+}
+
+
+def _short_name(name: str | None) -> str:
+    if not name:
+        return "?"
+    return name.removeprefix("NVIDIA ").split(" ")[0][:8]
+
+
+def _num(value: float | int | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def gpu_line(gpu: GpuSnapshot, watched: bool = False, measuring: bool = False) -> Text:
+    """``▶0 H100  97%  3.4/80G SM 1980/1980 312/700W 41°C  ok`` (▶: shown in the panels; *: an
+    engine of ours measures there); the state is red when throttled or shared."""
+    mark = ("▶" if watched else " ") + ("*" if measuring else " ")
+    if not gpu.available:
+        return Text(f"{mark}{gpu.index} n/a: {gpu.reason}", style="yellow")
+    used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+    memory = f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if used is not None and total else "n/a"
+    line = Text(
+        f"{mark}{gpu.index} {_short_name(gpu.name):<6} {_num(gpu.utilization_gpu_pct, '>3')}% {memory:>10} "
+        f"SM {_num(gpu.sm_clock_mhz, '>4')}/{_num(gpu.sm_clock_max_mhz, '<4')} "
+        f"{_num(gpu.power_w, '>3.0f')}/{_num(gpu.power_limit_w, '.0f')}W {_num(gpu.temperature_c, '>2')}°C ",
+        style="bold" if watched else "",
+    )
+    problems = [SHORT_REASON.get(r, r) for r in gpu.clock_event_reasons or () if r not in NOT_THROTTLING]
+    others = gpu.other_processes
+    if others:
+        problems.append(f"+{len(others)} proc")
+    if problems:
+        line.append(", ".join(problems), style="bold red")
+    elif gpu.clock_event_reasons is None and gpu.why("clock_event_reasons"):
+        line.append("throttle n/a", style="dim")
+    else:
+        line.append("ok", style="green")
+    return line
+
+
+class GpuOverview(Static):
+    """``show(host, watched, measuring)``: one line per GPU; hidden when NVML sees none."""
+
+    _shown: tuple | None = None
+
+    def on_mount(self) -> None:
+        self.border_title = "GPUs of this host (NVML)"
+
+    def show(self, host: HostGpus | None, watched: int | None, measuring: frozenset[int] = frozenset()) -> None:
+        key = (host.time if host else None, watched, measuring)
+        if key == self._shown:
+            return
+        self._shown = key
+        count = host.count if host else 0
+        self.display = count > 0
+        if not count:
+            return
+        self.styles.height = count + 2  # one line per GPU, plus the border
+        flagged = len(host.throttled) + len(host.shared)
+        self.border_subtitle = f"g: choose · {count} GPU(s)" + (f" · {flagged} flagged" if flagged else "")
+        text = Text("\n").join(gpu_line(g, g.index == watched, g.index in measuring) for g in host.gpus)
+        self.update(text, layout=False)

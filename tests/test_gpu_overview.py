@@ -1,0 +1,125 @@
+"""The overview of every GPU and ``g``: NVML readings from a fake ``pynvml`` module (synthetic
+8x H100 values), read by the real :class:`HostGpuReader` and posted as the poller does."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
+from sdpa_tui.ui import app as app_module
+from sdpa_tui.ui.gpu_switching import HostGpusUpdate
+from sdpa_tui.ui.messages import GpuUpdate
+from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
+
+import fake_pynvml
+from ui_fakes import ENGINE_PID, T0, make_test_app, settle, widget_text
+
+
+def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None) -> HostGpus:
+    fake_pynvml.install(monkeypatch, gpus if gpus is not None else fake_pynvml.eight_gpus((ENGINE_PID,)))
+    with HostGpuReader() as reader:
+        host = reader.snapshot(own_pids={ENGINE_PID})
+    return replace(host, time=T0, read_s=0.0)
+
+
+async def shown(pilot, app, host: HostGpus) -> str:
+    """Post a reading as the app's host poller does: all GPUs, and the watched one to its panel."""
+    app.post_message(HostGpusUpdate(host))
+    app.post_message(GpuUpdate(host.get(app.watched_gpu)))
+    await settle(pilot, until=lambda: app.query_one("#gpus").display and "GPU" in widget_text(app, "#gpus"))
+    return widget_text(app, "#gpus")
+
+
+async def test_one_line_per_gpu_with_throttling_and_strangers(monkeypatch) -> None:
+    host = host_reading(monkeypatch)
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        text = await shown(pilot, app, host)
+        lines = [line for line in text.splitlines() if "SM" in line]
+        assert len(lines) == 8
+        assert "▶*0 H100" in lines[0] and " 97% " in lines[0] and "ok" in lines[0]
+        assert "power cap" in lines[3] and "1605/1980" in lines[3]
+        assert "+1 proc" in lines[5]  # the trainer; our own engine on GPU 0 is not counted
+        assert "thermal, HW thermal" in lines[7]
+        assert "8 GPU(s) · 3 flagged" in text
+
+
+async def test_overview_hidden_without_nvml(monkeypatch) -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_message(HostGpusUpdate(HostGpus((), "NVML Shared Library Not Found", T0)))
+        await settle(pilot)
+        assert not app.query_one("#gpus").display
+        await pilot.press("g")
+        await settle(pilot)
+        assert not isinstance(app.screen, GpuChooser)
+        assert "no GPU to choose: NVML Shared Library Not Found" in widget_text(app, "#status-line")
+
+
+async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> None:
+    host = host_reading(monkeypatch)
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: app.session.backends[Backend.CUDNN].gpu.summary() is not None)
+        first = app.session
+        await pilot.press("g")
+        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+        await pilot.press("down", "down", "enter")
+        await settle(pilot, until=lambda: engine.switched_to)
+        assert engine.switched_to == ["cuda:2"] and app.device == "cuda:2"
+        assert app.session is not first and app.session.backends[Backend.CUDNN].gpu.summary() is None
+        assert engine.config.config_id > first.config_id  # records in flight for GPU 0 are ignored
+        assert "measuring on GPU 2 now" in widget_text(app, "#status-line")
+        await settle(pilot, until=lambda: "▶*2" in widget_text(app, "#gpus"))
+        # GPU 2 measures
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: app.session.backends[Backend.CUDNN].gpu.summary() is not None)
+        on_two = app.session
+        # back to GPU 0: its numbers are still there
+        await pilot.press("g")
+        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+        await pilot.press("up", "up", "enter")
+        await settle(pilot, until=lambda: len(engine.switched_to) == 2)
+        assert engine.switched_to == ["cuda:2", "cuda:0"]
+        assert app.session is first and first.backends[Backend.CUDNN].gpu.summary() is not None
+        assert app.sessions_by_gpu[2] is on_two
+
+
+async def test_escape_keeps_the_gpu(monkeypatch) -> None:
+    host = host_reading(monkeypatch)
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        await pilot.press("g")
+        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+        await pilot.press("down", "escape")
+        await settle(pilot, until=lambda: not isinstance(app.screen, GpuChooser))
+        assert engine.switched_to == [] and app.device == "cuda"
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    frozen = SimpleNamespace(**{name: getattr(time, name) for name in dir(time) if not name.startswith("_")})
+    frozen.strftime = lambda fmt, *args: time.strftime(fmt, time.gmtime(1_790_857_026))
+    monkeypatch.setattr(app_module, "time", frozen)
+
+
+def test_eight_gpus_at_120x40(snap_compare, monkeypatch, frozen_clock) -> None:
+    """SYNTHETIC NVML readings (fake pynvml, 8x H100) with the real H200 trace records."""
+    host = host_reading(monkeypatch)
+    app, engine, _ = make_test_app()
+
+    async def run_before(pilot) -> None:
+        await shown(pilot, app, host)
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
