@@ -19,6 +19,7 @@ from .core.backends import Backend
 from .core.gpu_compare import GpuResult, clock_for, comparison_dict, find_outliers, outlier_line, result_from_session
 from .core.session import Session
 from .core.workload import Workload
+from .engine import device_engines
 from .engine.headless import EngineFailed, Progress, measure
 from .exports.atomic import write_text_atomic
 from .exports.comparison import report_dict
@@ -28,11 +29,6 @@ from .telemetry.host_gpus import HostGpuPoller, HostGpus
 
 EXIT_ENGINE = 1
 NVML_INTERVAL_S = 1.0
-
-
-def engine_device(index: int) -> str:
-    """The torch device of NVML GPU ``index`` (the engine orders GPUs by PCI bus, as NVML)."""
-    return f"cuda:{index}"
 
 
 class GpuStates:
@@ -66,7 +62,7 @@ def measure_devices(workload: Workload, backends: tuple[Backend, ...], devices: 
                 on_progress(index, p)
 
         try:
-            return measure(workload, backends, engine_device(index), duration_s=duration_s, on_progress=progress,
+            return measure(workload, backends, device_engines.engine_device(index), duration_s=duration_s, on_progress=progress,
                            **options)
         except EngineFailed as exc:
             return exc

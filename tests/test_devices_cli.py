@@ -99,9 +99,9 @@ def test_report_devices_says_which_engine_failed(tmp_path, monkeypatch, capsys) 
 def test_report_with_two_engines_at_once(tmp_path, monkeypatch, capsys) -> None:
     """Two real engine processes measure at the same time, each on the CPU in place of a GPU
     (this machine has none), which is enough to check the side-by-side path end to end."""
-    from sdpa_tui import report_devices
+    from sdpa_tui.engine import device_engines
 
-    monkeypatch.setattr(report_devices, "engine_device", lambda index: "cpu")
+    monkeypatch.setattr(device_engines, "engine_device", lambda index: "cpu")
     code, text, data = _two_gpu_report(tmp_path, monkeypatch, capsys)
     assert code == 0, text
     assert "GPU 0" in text and "GPU 1" in text and "the same workload on 2 GPUs" in text

@@ -75,3 +75,35 @@ def test_switch_device_restarts_the_engine_there() -> None:
     assert clients[0].stopped.is_set()
     assert not any(isinstance(e, EngineDied) for e in events)
     assert events[:2] == [EngineStarting(1), EngineStarting(1)]
+
+
+def test_device_engines_one_per_gpu_same_configuration() -> None:
+    import pytest
+
+    from sdpa_tui.engine.device_engines import DeviceEngines
+
+    clients: dict[str, LiveClient] = {}
+    got: list[tuple[int, object]] = []
+
+    def factory(device: str) -> LiveClient:
+        clients[device] = LiveClient(device)
+        return clients[device]
+
+    engines = DeviceEngines((0, 2), on_records=lambda i, rs: got.extend((i, r) for r in rs),
+                            on_event=lambda i, e: None, client_factory=factory)
+    config = Configure(7, Workload(), (Backend.FLASH,))
+    engines.configure(config)
+    engines.start()
+    try:
+        while len(got) < 2 or not all(config in c.sent for c in clients.values()):
+            threading.Event().wait(0.01)
+        assert sorted(clients) == ["cuda:0", "cuda:2"]
+        assert sorted(i for i, r in got if isinstance(r, Ready)) == [0, 2]  # tagged with their GPU
+        engines.switch_device("cuda:2")
+        assert engines.shown == 2 and len(clients) == 2  # nothing restarted
+        with pytest.raises(ValueError, match="GPU 1 is not measured"):
+            engines.switch_device("cuda:1")
+        assert len(engines.engine_pids) == 2
+    finally:
+        engines.stop()
+    assert all(c.stopped.is_set() for c in clients.values())

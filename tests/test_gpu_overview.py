@@ -17,13 +17,21 @@ from sdpa_tui.ui.messages import GpuUpdate
 from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
 
 import fake_pynvml
-from ui_fakes import ENGINE_PID, T0, make_test_app, settle, widget_text
+from sdpa_tui.core.backends import ALL_BACKENDS
+from sdpa_tui.core.records import Ready, Sample
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.ui.app import SdpaApp
+from sdpa_tui.ui.gpu_switching import DeviceRecords
+
+from real_data import H200
+from ui_fakes import ENGINE_PID, T0, FakeEngine, live_records, make_test_app, settle, widget_text
 
 
-def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None) -> HostGpus:
+def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None, own_pids=(ENGINE_PID,)) -> HostGpus:
     fake_pynvml.install(monkeypatch, gpus if gpus is not None else fake_pynvml.eight_gpus((ENGINE_PID,)))
     with HostGpuReader() as reader:
-        host = reader.snapshot(own_pids={ENGINE_PID})
+        host = reader.snapshot(own_pids=own_pids)
     return replace(host, time=T0, read_s=0.0)
 
 
@@ -120,6 +128,99 @@ def test_eight_gpus_at_120x40(snap_compare, monkeypatch, frozen_clock) -> None:
         await shown(pilot, app, host)
         engine.feed_live(app)
         await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+# ------------------------------------------------------------------ --devices: one engine per GPU
+class FakeDeviceEngines(FakeEngine):
+    """The engine interface of :class:`DeviceEngines`: configured once for every GPU."""
+
+    def __init__(self, devices: tuple[int, ...]) -> None:
+        super().__init__()
+        self.devices = devices
+        self.shown = devices[0]
+
+    def switch_device(self, device: str) -> None:
+        super().switch_device(device)
+        self.shown = int(device.rsplit(":", 1)[1])
+
+    @property
+    def engine_pids(self) -> list[int]:
+        return [ENGINE_PID + i for i in self.devices]
+
+    def feed_gpu(self, app, index: int, slower: float = 1.0) -> None:
+        """A full set of records from GPU ``index``'s engine; its times ``slower`` times the H100's."""
+        records = [Ready(H200)] + [replace(r, gpu_us=r.gpu_us * slower, eager_us=r.eager_us * slower)
+                                   if isinstance(r, Sample) else r
+                                   for r in live_records(self.config.config_id, self.config.enabled)]
+        app.post_message(DeviceRecords(index, records))
+
+
+def devices_app(devices: tuple[int, ...]):
+    engine = FakeDeviceEngines(devices)
+    app = SdpaApp(Session(Workload(), ALL_BACKENDS), engine, None)
+    engine.app = app
+    return app, engine
+
+
+async def test_side_by_side_names_the_slow_gpu(monkeypatch) -> None:
+    host = host_reading(monkeypatch, fake_pynvml.eight_gpus((ENGINE_PID, ENGINE_PID + 1, ENGINE_PID + 2)))
+    app, engine = devices_app((0, 1, 2))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        engine.feed_gpu(app, 0)
+        engine.feed_gpu(app, 1, slower=1.3)
+        engine.feed_gpu(app, 2)
+        await settle(pilot, until=lambda: "slow: GPU 1" in widget_text(app, "#gpus"))
+        text = widget_text(app, "#gpus")
+        rows = {line.split()[1].lstrip("▶"): line for line in text.splitlines()[2:5]}
+        assert set(rows) == {"0", "1", "2"}
+        assert "cuDNN" in rows["1"] and "1.30" in rows["1"] and "1.00" in rows["0"]
+        assert "9.7 µs" in rows["0"] and "12.6 µs" in rows["1"]
+        # the panels show GPU 0; g shows GPU 1's numbers at once, nothing restarts
+        await pilot.press("g")
+        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+        await pilot.press("down", "enter")
+        await settle(pilot, until=lambda: app.device == "cuda:1")
+        assert engine.shown == 1 and engine.configs[-1].config_id == app.session.config_id
+        assert app.session.backends[Backend.CUDNN].gpu.summary().median == pytest.approx(9.7 * 1.3)
+        assert "every GPU keeps measuring" in widget_text(app, "#status-line")
+
+
+async def test_a_flag_change_reaches_every_gpu(monkeypatch) -> None:
+    host = host_reading(monkeypatch)
+    app, engine = devices_app((0, 1))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        engine.feed_gpu(app, 0)
+        engine.feed_gpu(app, 1)
+        await settle(pilot, until=lambda: "no outlier" in widget_text(app, "#gpus"))
+        await pilot.press("c")  # cuDNN off: one Configure for both engines
+        await settle(pilot, until=lambda: Backend.CUDNN not in engine.config.enabled)
+        engine.feed_gpu(app, 1)
+        await settle(pilot, until=lambda: 1 in app.sessions_by_gpu
+                     and app.sessions_by_gpu[1].dispatch is not None
+                     and app.sessions_by_gpu[1].dispatch.choice is Backend.FLASH)
+        assert app.sessions_by_gpu[1].config_id == app.session.config_id
+        assert Backend.CUDNN not in app.sessions_by_gpu[1].enabled
+
+
+def test_eight_gpus_side_by_side_at_120x40(snap_compare, monkeypatch, frozen_clock) -> None:
+    """SYNTHETIC: fake NVML readings (8x H100) and the real H200 trace records on every GPU,
+    GPU 3's times made 1.25x slower (it is the one power-capped in the fake readings)."""
+    devices = tuple(range(8))
+    pids = tuple(ENGINE_PID + i for i in devices)
+    host = host_reading(monkeypatch, fake_pynvml.eight_gpus(pids), own_pids=pids)
+    app, engine = devices_app(devices)
+
+    async def run_before(pilot) -> None:
+        await shown(pilot, app, host)
+        for i in devices:
+            engine.feed_gpu(app, i, slower=1.25 if i == 3 else 1.0)
+        await settle(pilot, until=lambda: "slow: GPU 3" in widget_text(app, "#gpus")
+                     and "SDPA picks" in widget_text(app, "#dispatch"))
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

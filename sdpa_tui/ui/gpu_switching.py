@@ -13,9 +13,11 @@ from typing import Any
 
 from textual.message import Message
 
+from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
+from .messages import EngineEvent, EngineRecords
 from .screens.gpu_chooser import GpuChooser
 from .widgets.gpu_overview import GpuOverview
 
@@ -32,6 +34,24 @@ class HostGpusUpdate(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, HostGpusUpdate)
+
+
+class DeviceRecords(Message):
+    """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
+
+    def __init__(self, index: int, records: list[Any]) -> None:
+        super().__init__()
+        self.index = index
+        self.records = records
+
+
+class DeviceEvent(Message):
+    """The engine on GPU ``index`` started, died, or is being restarted."""
+
+    def __init__(self, index: int, event: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.event = event
 
 
 def watched_index(device: str) -> int | None:
@@ -59,9 +79,53 @@ class GpuSwitching:
             return frozenset(devices)
         return frozenset() if self.watched_gpu is None else frozenset({self.watched_gpu})
 
+    @property
+    def side_by_side(self) -> bool:
+        """One engine per GPU (``--devices``)."""
+        return getattr(self.engine, "devices", None) is not None
+
     def on_host_gpus_update(self, message: HostGpusUpdate) -> None:
         self.host_gpus = message.host
-        self.main_screen.query_one(GpuOverview).show(message.host, self.watched_gpu, self.measuring_gpus)
+        self._show_gpus()
+
+    def _show_gpus(self) -> None:
+        results = None
+        if self.side_by_side:
+            sessions = {**getattr(self, "sessions_by_gpu", {}), self.watched_gpu: self.session}
+            results = tuple(result_from_session(i, sessions[i]) if i in sessions else GpuResult(i, note="starting")
+                            for i in self.engine.devices)
+        self.main_screen.query_one(GpuOverview).show(self.host_gpus, self.watched_gpu, self.measuring_gpus, results)
+
+    # -- --devices: records of every engine ------------------------------------------------
+    def on_device_records(self, message: DeviceRecords) -> None:
+        if message.index == self.watched_gpu:
+            self.on_engine_records(EngineRecords(message.records))
+        else:
+            session = self._session_of(message.index)
+            for record in message.records:
+                session.apply(record)
+        self._show_gpus()
+
+    def on_device_event(self, message: DeviceEvent) -> None:
+        if message.index == self.watched_gpu:
+            self.on_engine_event(EngineEvent(message.event))
+
+    def _session_of(self, index: int) -> Session:
+        """GPU ``index``'s session, following the shown one's workload, flags and config id."""
+        if not hasattr(self, "sessions_by_gpu"):
+            self.sessions_by_gpu = {}
+        session = self.sessions_by_gpu.get(index)
+        if session is None:
+            session = self.sessions_by_gpu[index] = Session(self.session.workload, self.session.enabled)
+        current = self.session
+        if session is not current and session.config_id != current.config_id:
+            session.legacy_api = current.legacy_api
+            session.set_workload(current.workload)
+            if session.enabled != current.enabled:
+                session.set_enabled(current.enabled)
+            session.config_id = current.config_id
+            session.dispatch = None
+        return session
 
     def action_choose_gpu(self) -> None:
         host = self.host_gpus
@@ -74,6 +138,9 @@ class GpuSwitching:
     def switch_gpu(self, index: int | None) -> None:
         """Measure on NVML GPU ``index`` from now on; the current GPU's session is kept."""
         if index is None or index == self.watched_gpu:
+            return
+        if self.side_by_side:
+            self._show_other_engine(index)
             return
         if not hasattr(self, "sessions_by_gpu"):
             self.sessions_by_gpu = {}
@@ -95,8 +162,25 @@ class GpuSwitching:
         self._reconfigure()
         kept = f"; GPU {previous}'s numbers are kept" if previous is not None else ""
         self.status(f"measuring on GPU {index} now: the engine restarts there{kept}")
-        if self.host_gpus is not None:
-            self.main_screen.query_one(GpuOverview).show(self.host_gpus, index, self.measuring_gpus)
+        self._show_gpus()
+
+
+    def _show_other_engine(self, index: int) -> None:
+        """``--devices``: show another GPU's engine in the panels; every engine keeps measuring."""
+        if index not in self.engine.devices:
+            measured = ",".join(map(str, self.engine.devices))
+            self.status(f"GPU {index} is not measured: start with --devices including it (now {measured})", error=True)
+            return
+        new = self._session_of(index)
+        self.sessions_by_gpu[self.watched_gpu] = self.session
+        self.session = new
+        self.device = f"cuda:{index}"
+        self.gpu = self.host_gpus.get(index) if self.host_gpus else None
+        self.engine.switch_device(self.device)
+        self.engine_state = "" if new.environment else f"engine starting on GPU {index}"
+        self.status(f"showing GPU {index}; every GPU keeps measuring")
+        self._dirty = True
+        self._show_gpus()
 
 
 def host_gpu_source(app: Any, interval: float = NVML_INTERVAL_S) -> Callable[[Callable[[GpuSnapshot], None]], Any]:

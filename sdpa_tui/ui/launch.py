@@ -41,9 +41,10 @@ from ..core.backends import Backend
 from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
+from ..engine.device_engines import DeviceEngines, engine_device
 from ..engine.supervisor import EngineSupervisor
 from .app import SdpaApp
-from .gpu_switching import host_gpu_source
+from .gpu_switching import DeviceEvent, DeviceRecords, host_gpu_source
 from .messages import EngineEvent, EngineRecords
 
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
@@ -64,18 +65,26 @@ def make_app(
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
     engine_memory_mib: float = ENGINE_MEMORY_MIB,
+    devices: tuple[int, ...] | None = None,
 ) -> SdpaApp:
-    """The real app: an engine process for ``device`` and an NVML poller for its GPU."""
+    """The real app: an engine process for ``device`` (or one per GPU in ``devices``, side by
+    side) and an NVML poller for every GPU of the host."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
     # sys.stderr's descriptor: start it now, while sys.stderr is the real one (a running
     # Textual app replaces it with an object that has none).
     resource_tracker.ensure_running()
     session = Session(workload, backends)
     session.legacy_api = legacy_api
+    if devices:
+        device = engine_device(devices[0])
     app = LiveApp(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
     app.gpu_source = host_gpu_source(app)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib
+    if devices:  # one engine per GPU, side by side
+        app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
+                                   on_event=lambda i, event: app.post_message(DeviceEvent(i, event)))
+        return app
     app.engine = EngineSupervisor(
         device,
         on_records=lambda records: app.post_message(EngineRecords(records)),
@@ -270,7 +279,8 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         )
         return 2
     app = make_app(workload, backends, args.device, os.path.expanduser(args.export_dir),
-                   legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib)
+                   legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib,
+                   devices=getattr(args, "devices", None))
     app.watch_terminal = True
     with exit_on_signals(app):
         app.run()
