@@ -23,5 +23,7 @@ def resolve_devices(args: argparse.Namespace) -> None:
     if text is None:
         args.devices = None
         return
+    if getattr(args, "command", None) == "sweep":
+        raise ValueError("--devices applies to the monitor and to report, not to sweep (use --device cuda:N)")
     count, why = gpu_count()
     args.devices = parse_devices(text, count, why)

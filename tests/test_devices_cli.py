@@ -114,3 +114,8 @@ def test_report_with_two_engines_at_once(tmp_path, monkeypatch, capsys) -> None:
     assert all(g["kernel_us"] > 0 and g["eager_us"] > 0 and g["gpu_us"] is None for g in gpus)
     assert min(g["ratio_to_fastest"] for g in gpus) == 1.0
     assert [d["gpu_state"] for d in data["devices"]] == ["ok", "ok"]
+
+
+def test_sweep_refuses_devices(monkeypatch, capsys) -> None:
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    assert "not to sweep" in refuse(["--devices", "all", "sweep"], capsys)
