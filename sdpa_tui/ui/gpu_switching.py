@@ -23,6 +23,8 @@ from .widgets.gpu_overview import GpuOverview
 
 NVML_INTERVAL_S = 1.0
 OWN_PIDS_EVERY_S = 2.0
+TABLE_REDRAW_S = 0.5
+"""``--devices``: the side-by-side table is redrawn at most this often (records come from every engine)."""
 
 
 class HostGpusUpdate(Message):
@@ -104,6 +106,12 @@ class GpuSwitching:
             session = self._session_of(message.index)
             for record in message.records:
                 session.apply(record)
+        if not getattr(self, "_gpus_redraw_pending", False):  # at most one table redraw per interval
+            self._gpus_redraw_pending = True
+            self.set_timer(TABLE_REDRAW_S, self._redraw_gpus)
+
+    def _redraw_gpus(self) -> None:
+        self._gpus_redraw_pending = False
         self._show_gpus()
 
     def on_device_event(self, message: DeviceEvent) -> None:
