@@ -126,6 +126,18 @@ log() { echo "=== $*"; }
         python3 scripts/serve_browser.py --no-browser --device cuda --json "$OUT/r/serve-websocket.json" | grep -E '^---|HTTP'
       fi
       ;;
+    gpus)
+      # every GPU of the host; works with 1 GPU (then the table has one row and no outlier)
+      log "gpus: NVML poll of every GPU"; python3 benchmarks/nvml_poll.py --polls 100 --json "$OUT/r/nvml-poll.json"
+      log "gpus: report --devices all"
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices.json" \
+        --markdown "$OUT/r/report-devices.md"; echo "exit=$?"
+      log "gpus: bad --devices (an index out of range)"; python3 -m sdpa_tui report --devices 99; echo "exit=$?"
+      log "gpus: screenshots (overview; --devices all side by side) at 120x40"
+      python3 scripts/gpus_screenshot.py --out "$OUT/r/gpus-shots" --devices all
+      log "gpus: cuda tests"
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_devices_cuda.py 2>&1 | tail -5
+      ;;
     sweep)
       log "sweep 256..32768 bf16 causal"
       python3 -m sdpa_tui sweep --batch 1 --heads 16 --head-dim 128 --dtype bf16 --causal --seq 256:32768 \

@@ -12,6 +12,7 @@ from .metrics_options import add_exporter_options, add_live_metrics_options, che
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
+from .devices_option import add_devices_option, resolve_devices
 
 EXIT_USAGE = 2
 _DEVICE = re.compile(r"^(cpu|cuda|cuda:\d+)$")
@@ -64,9 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
     add_live_metrics_options(parser)
+    add_devices_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare,exporter,serve}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
+    add_devices_option(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
@@ -168,6 +171,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
         check_live_metrics_options(args)
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
+        resolve_devices(args)
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
     return args, workload, backends
@@ -183,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .compare import run_compare
 
         return run_compare(args)
+    if args.command == "report" and args.devices is not None:
+        from .report_devices import run_devices_report
+
+        return run_devices_report(args, workload, backends)
     if args.command == "report":
         from .report import run_report
 

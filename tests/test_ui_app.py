@@ -254,7 +254,7 @@ async def test_help_lists_the_keys() -> None:
         for words in ("sdpa-tui keys", "toggle the Flash backend flag", "toggle the mem-efficient backend flag",
                       "toggle the cuDNN backend flag", "toggle the Math backend flag", "pause or resume",
                       "edit the workload", "double the sequence length", "halve the sequence length",
-                      "cycle the dtype", "causal mask on or off", "forward + backward"):
+                      "cycle the dtype", "causal mask on or off", "forward + backward", "Chrome trace"):
             assert words in text, words
         from textual.widgets import Markdown
 
@@ -264,7 +264,7 @@ async def test_help_lists_the_keys() -> None:
         await pilot.press("end")  # the rest of the table, and what the clocks mean, below
         await settle(pilot)
         text = screen_text(app)
-        for words in ("Chrome trace", "retry the engine", "Help", "Quit", "command palette", "three clocks"):
+        for words in ("choose the GPU", "retry the engine", "Help", "Quit", "command palette", "three clocks"):
             assert words in text, words
         await pilot.press("escape")
         await pilot.pause()

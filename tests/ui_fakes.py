@@ -144,6 +144,7 @@ class FakeEngine:
         self.sent: list[Any] = []
         self.captures: list[CaptureTraces] = []
         self.retries = 0
+        self.switched_to: list[str] = []
         self.alive = True  # send() answers False when not
         self.engine_pid: int | None = ENGINE_PID
         self.trace_source = trace_source
@@ -163,6 +164,9 @@ class FakeEngine:
 
     def retry(self) -> None:
         self.retries += 1
+
+    def switch_device(self, device: str) -> None:
+        self.switched_to.append(device)
 
     def send(self, record: Any) -> bool:
         self.sent.append(record)

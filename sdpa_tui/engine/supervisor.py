@@ -60,6 +60,7 @@ class EngineSupervisor:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="sdpa-tui-engine-reader", daemon=True)
         self.deaths_in_a_row = 0
+        self._switching = False
 
     # -- called from the UI ----------------------------------------------------------------
     def start(self) -> None:
@@ -102,6 +103,15 @@ class EngineSupervisor:
         if client:
             client.kill()
 
+    def switch_device(self, device: str) -> None:
+        """Measure on ``device`` from now on: the running engine is stopped (on the supervisor's
+        thread, not the caller's) and a fresh one starts there, with no backoff and no death."""
+        with self._lock:
+            self.device = device
+            self._switching = True
+            self.deaths_in_a_row = 0
+        self._retry.set()
+
     def stop(self) -> None:
         self._stop.set()
         self._retry.set()
@@ -126,6 +136,11 @@ class EngineSupervisor:
                 last_error = f"could not run the engine process: {type(exc).__name__}: {exc}"
             if self._stop.is_set():
                 break
+            if self._switching:  # not a death: the next engine starts on the new device at once
+                self._switching = False
+                client.stop(timeout=5.0)
+                attempt = 0
+                continue
             if recycling is not None:  # not a death: no backoff, and the new engine is attempt 1
                 client.stop(timeout=5.0)
                 self.on_event(EngineRecycled(recycling.rss_mib - recycling.baseline_mib))
@@ -152,7 +167,7 @@ class EngineSupervisor:
         """Forward records until the engine ends or we stop; return its last error message
         and, if it ended to be replaced, its Recycling record."""
         last_error, recycling = "", None
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self._switching:
             records = client.receive(timeout=0.1)
             if records:
                 for record in records:

@@ -44,6 +44,8 @@ def main(conn: Connection, device_request: str) -> None:
     capture.start()
     channel = Channel(conn)
     code = 0
+    # cuda:N is then NVML's GPU N (both in PCI bus order), so the GPU overview matches.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         from .runner import Engine  # imports torch
 

@@ -24,6 +24,7 @@ from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from ..telemetry.snapshot import GpuSnapshot
+from .gpu_switching import GpuSwitching
 from .messages import EngineEvent, EngineRecords, GpuUpdate
 from .screens.help import HelpScreen
 from .screens.sweep import SweepScreen
@@ -31,6 +32,7 @@ from .screens.workload_form import WorkloadForm
 from .snapshots import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
 from .widgets.dispatch_panel import DispatchPanel
+from .widgets.gpu_overview import GpuOverview
 from .widgets.gpu_panel import GpuPanel
 from .widgets.header import EnvironmentHeader
 
@@ -55,7 +57,7 @@ class MainScreen(Screen):
         self.app.fit_to(event.size.width, event.size.height)
 
 
-class SdpaApp(App):
+class SdpaApp(GpuSwitching, App):
     """``engine`` and ``gpu_source`` are injected so tests can drive the app without a GPU."""
 
     CSS_PATH = "app.tcss"
@@ -77,6 +79,7 @@ class SdpaApp(App):
         Binding("v", "sweep", "Sweep", tooltip="sweep the sequence length: time, memory, crossovers", show=False),
         Binding("l", "toggle_legacy", "Legacy API", tooltip="apply the flags as torch.backends.cuda.sdp_kernel does (no cuDNN switch)", show=False),
         Binding("p", "rotate_priority", "Priority", tooltip="rotate the dispatch priority order (sdpa_kernel set_priority=True)", show=False),
+        Binding("g", "choose_gpu", "GPU", tooltip="choose the GPU to measure on (each keeps its history)", show=False),
         Binding("r", "restart_engine", "Restart", tooltip="retry the engine after it stopped retrying", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -118,6 +121,7 @@ class SdpaApp(App):
         with Horizontal(id="side"):
             yield DispatchPanel(id="dispatch")
             yield GpuPanel(id="gpu")
+        yield GpuOverview(id="gpus")
         yield Static(id="too-small")
         yield Static(id="status-line")
         yield Footer(compact=True)

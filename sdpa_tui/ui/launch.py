@@ -32,7 +32,7 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from multiprocessing import resource_tracker
 from typing import TYPE_CHECKING
 
@@ -42,16 +42,15 @@ from ..core.backends import Backend
 from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
+from ..engine.device_engines import DeviceEngines, engine_device
 from ..engine.supervisor import EngineSupervisor
-from ..telemetry.nvml import GpuPoller
-from ..telemetry.snapshot import GpuSnapshot
 from .app import SdpaApp
+from .gpu_switching import DeviceEvent, DeviceRecords, host_gpu_source
 from .messages import EngineEvent, EngineRecords
 
 if TYPE_CHECKING:
     from ..exports.metrics import LatestMetrics
 
-NVML_INTERVAL_S = 1.0
 METRICS_INTERVAL_S = 1.0
 """How often ``--metrics-port`` publishes the session to the metrics endpoint."""
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
@@ -71,13 +70,6 @@ def served_by_textual_serve() -> bool:
     return os.environ.get("TEXTUAL_DRIVER") == SERVED_DRIVER
 
 
-def gpu_index(device: str) -> int | None:
-    """The GPU the NVML panel watches: the one measured on (None in CPU mode)."""
-    if device == "cpu":
-        return None
-    return int(device.split(":", 1)[1]) if ":" in device else 0
-
-
 def make_app(
     workload: Workload,
     backends: tuple[Backend, ...],
@@ -86,27 +78,26 @@ def make_app(
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
     engine_memory_mib: float = ENGINE_MEMORY_MIB,
+    devices: tuple[int, ...] | None = None,
 ) -> SdpaApp:
-    """The real app: an engine process for ``device`` and an NVML poller for its GPU."""
+    """The real app: an engine process for ``device`` (or one per GPU in ``devices``, side by
+    side) and an NVML poller for every GPU of the host."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
     # sys.stderr's descriptor: start it now, while sys.stderr is the real one (a running
     # Textual app replaces it with an object that has none).
     resource_tracker.ensure_running()
     session = Session(workload, backends)
     session.legacy_api = legacy_api
-    index = gpu_index(device)
-
-    def gpu_source(deliver: Callable[[GpuSnapshot], None]) -> object:
-        if index is None:
-            deliver(GpuSnapshot.unavailable("--device cpu: no GPU is watched"))
-            return _Nothing()
-        poller = GpuPoller(deliver, interval=NVML_INTERVAL_S, index=index)
-        poller.start()
-        return _PollerWithOwnPids(poller, app)
-
-    app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir, device=device)
+    if devices:
+        device = engine_device(devices[0])
+    app = LiveApp(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
+    app.gpu_source = host_gpu_source(app)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib
+    if devices:  # one engine per GPU, side by side
+        app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
+                                   on_event=lambda i, event: app.post_message(DeviceEvent(i, event)))
+        return app
     app.engine = EngineSupervisor(
         device,
         on_records=lambda records: app.post_message(EngineRecords(records)),
@@ -296,27 +287,6 @@ def _force_exit(app: LiveApp, code: int) -> None:
         os._exit(code)
 
 
-class _Nothing:
-    def stop(self) -> None:
-        pass
-
-
-class _PollerWithOwnPids:
-    """Tells the poller which GPU processes are our engine and its profiler process, so they are
-    not counted as 'another process'."""
-
-    def __init__(self, poller: GpuPoller, app: SdpaApp) -> None:
-        self.poller = poller
-        self.app = app
-        app.set_interval(2.0, self._update)
-
-    def _update(self) -> None:
-        self.poller.own_pids = self.app.engine.engine_pids
-
-    def stop(self) -> None:
-        self.poller.stop()
-
-
 def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
         print(
@@ -326,7 +296,8 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         )
         return 2
     app = make_app(workload, backends, args.device, os.path.expanduser(args.export_dir),
-                   legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib)
+                   legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib,
+                   devices=getattr(args, "devices", None))
     app.watch_terminal = True
     server = None
     if getattr(args, "metrics_port", None) is not None:

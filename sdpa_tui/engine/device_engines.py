@@ -1,0 +1,84 @@
+"""One engine process per GPU at once (``--devices``), behind the one-engine interface the UI uses.
+
+Every engine gets the same configuration (workload, flags, pause). Records and events come
+back tagged with the GPU they are from; ``shown`` is the GPU whose engine answers ``send``
+(traces, snapshots) and ``engine_pid``. Imports no torch and no Textual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..core.records import Configure
+from .client import EngineClient
+from .supervisor import EngineSupervisor
+
+
+def engine_device(index: int) -> str:
+    """The torch device of NVML GPU ``index`` (the engine orders GPUs by PCI bus, as NVML)."""
+    return f"cuda:{index}"
+
+
+class DeviceEngines:
+    def __init__(
+        self,
+        devices: Sequence[int],
+        on_records: Callable[[int, list[Any]], None],
+        on_event: Callable[[int, Any], None],
+        client_factory: Callable[[str], EngineClient] = EngineClient,
+    ) -> None:
+        if not devices:
+            raise ValueError("DeviceEngines needs at least one GPU")
+        self.devices = tuple(devices)
+        self.shown = self.devices[0]
+        self.supervisors = {
+            index: EngineSupervisor(engine_device(index),
+                                    on_records=lambda records, i=index: on_records(i, records),
+                                    on_event=lambda event, i=index: on_event(i, event),
+                                    client_factory=client_factory)
+            for index in self.devices
+        }
+
+    # -- the one-engine interface ----------------------------------------------------------
+    def start(self) -> None:
+        for s in self.supervisors.values():
+            s.start()
+
+    def stop(self) -> None:
+        for s in self.supervisors.values():
+            s.stop()
+
+    def configure(self, config: Configure) -> None:
+        for s in self.supervisors.values():
+            s.configure(config)
+
+    def set_paused(self, paused: bool) -> None:
+        for s in self.supervisors.values():
+            s.set_paused(paused)
+
+    def retry(self) -> None:
+        for s in self.supervisors.values():
+            s.retry()
+
+    def send(self, record: Any) -> bool:
+        return self.supervisors[self.shown].send(record)
+
+    def kill_engine(self) -> None:
+        for s in self.supervisors.values():
+            s.kill_engine()
+
+    @property
+    def engine_pid(self) -> int | None:
+        return self.supervisors[self.shown].engine_pid
+
+    @property
+    def engine_pids(self) -> list[int | None]:
+        return [s.engine_pid for s in self.supervisors.values()]
+
+    def switch_device(self, device: str) -> None:
+        """Show ``cuda:N`` (one of ``devices``): every engine keeps measuring, none restarts."""
+        index = int(device.rsplit(":", 1)[1])
+        if index not in self.supervisors:
+            raise ValueError(f"GPU {index} is not measured (--devices {','.join(map(str, self.devices))})")
+        self.shown = index

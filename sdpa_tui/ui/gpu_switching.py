@@ -1,0 +1,218 @@
+"""The app's side of "every GPU of the host": the overview, ``g`` to switch GPUs, history per GPU.
+
+:class:`GpuSwitching` is mixed into the app. The NVML reading of all GPUs arrives as
+:class:`HostGpusUpdate`; the watched GPU's own reading still goes to the GPU panel as a
+``GpuUpdate``. Switching keeps each GPU's :class:`Session` (its numbers and history) and
+restarts the engine on the new GPU through the supervisor's ``switch_device``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
+
+from ..core.gpu_compare import GpuResult, result_from_session
+from ..core.session import Session
+from ..telemetry.host_gpus import HostGpuPoller, HostGpus
+from ..telemetry.snapshot import GpuSnapshot
+from .messages import EngineEvent, EngineRecords
+from .screens.gpu_chooser import GpuChooser
+from .widgets.gpu_overview import GpuOverview
+
+NVML_INTERVAL_S = 1.0
+OWN_PIDS_EVERY_S = 2.0
+TABLE_REDRAW_S = 0.5
+"""``--devices``: the side-by-side table is redrawn at most this often (records come from every engine)."""
+
+
+class HostGpusUpdate(Message):
+    """A new NVML reading of every GPU; only the latest one matters."""
+
+    def __init__(self, host: HostGpus) -> None:
+        super().__init__()
+        self.host = host
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, HostGpusUpdate)
+
+
+class DeviceRecords(Message):
+    """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
+
+    def __init__(self, index: int, records: list[Any]) -> None:
+        super().__init__()
+        self.index = index
+        self.records = records
+
+
+class DeviceEvent(Message):
+    """The engine on GPU ``index`` started, died, or is being restarted."""
+
+    def __init__(self, index: int, event: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.event = event
+
+
+def watched_index(device: str) -> int | None:
+    """The NVML index of ``cuda``/``cuda:N`` (None for the CPU)."""
+    if device == "cpu":
+        return None
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+class GpuSwitching:
+    """Mixin for the app: ``host_gpus``, ``watched_gpu``, ``sessions_by_gpu`` and the ``g`` action."""
+
+    host_gpus: HostGpus | None = None
+    sessions_by_gpu: dict[int, Session]
+
+    @property
+    def watched_gpu(self) -> int | None:
+        return watched_index(self.device)
+
+    @property
+    def measuring_gpus(self) -> frozenset[int]:
+        """GPUs an engine of ours measures on."""
+        devices = getattr(self.engine, "devices", None)
+        if devices is not None:
+            return frozenset(devices)
+        return frozenset() if self.watched_gpu is None else frozenset({self.watched_gpu})
+
+    @property
+    def side_by_side(self) -> bool:
+        """One engine per GPU (``--devices``)."""
+        return getattr(self.engine, "devices", None) is not None
+
+    def on_host_gpus_update(self, message: HostGpusUpdate) -> None:
+        self.host_gpus = message.host
+        self._show_gpus()
+
+    def _show_gpus(self) -> None:
+        results = None
+        if self.side_by_side:
+            sessions = {**getattr(self, "sessions_by_gpu", {}), self.watched_gpu: self.session}
+            results = tuple(result_from_session(i, sessions[i]) if i in sessions else GpuResult(i, note="starting")
+                            for i in self.engine.devices)
+        self.main_screen.query_one(GpuOverview).show(self.host_gpus, self.watched_gpu, self.measuring_gpus, results)
+
+    # -- --devices: records of every engine ------------------------------------------------
+    def on_device_records(self, message: DeviceRecords) -> None:
+        if message.index == self.watched_gpu:
+            self.on_engine_records(EngineRecords(message.records))
+        else:
+            session = self._session_of(message.index)
+            for record in message.records:
+                session.apply(record)
+        if not getattr(self, "_gpus_redraw_pending", False):  # at most one table redraw per interval
+            self._gpus_redraw_pending = True
+            self.set_timer(TABLE_REDRAW_S, self._redraw_gpus)
+
+    def _redraw_gpus(self) -> None:
+        self._gpus_redraw_pending = False
+        self._show_gpus()
+
+    def on_device_event(self, message: DeviceEvent) -> None:
+        if message.index == self.watched_gpu:
+            self.on_engine_event(EngineEvent(message.event))
+
+    def _session_of(self, index: int) -> Session:
+        """GPU ``index``'s session, following the shown one's workload, flags and config id."""
+        if not hasattr(self, "sessions_by_gpu"):
+            self.sessions_by_gpu = {}
+        session = self.sessions_by_gpu.get(index)
+        if session is None:
+            session = self.sessions_by_gpu[index] = Session(self.session.workload, self.session.enabled)
+        current = self.session
+        if session is not current and session.config_id != current.config_id:
+            session.legacy_api = current.legacy_api
+            session.set_workload(current.workload)
+            if session.enabled != current.enabled:
+                session.set_enabled(current.enabled)
+            session.config_id = current.config_id
+            session.dispatch = None
+        return session
+
+    def action_choose_gpu(self) -> None:
+        host = self.host_gpus
+        if host is None or host.count == 0:
+            why = host.reason if host else "NVML has not answered yet"
+            self.status(f"no GPU to choose: {why}", error=True)
+            return
+        self.push_screen(GpuChooser(host, self.watched_gpu, self.measuring_gpus), self.switch_gpu)
+
+    def switch_gpu(self, index: int | None) -> None:
+        """Measure on NVML GPU ``index`` from now on; the current GPU's session is kept."""
+        if index is None or index == self.watched_gpu:
+            return
+        if self.side_by_side:
+            self._show_other_engine(index)
+            return
+        if not hasattr(self, "sessions_by_gpu"):
+            self.sessions_by_gpu = {}
+        old, previous = self.session, self.watched_gpu
+        if previous is not None:
+            self.sessions_by_gpu[previous] = old
+        new = self.sessions_by_gpu.get(index) or Session(old.workload, old.enabled)
+        new.legacy_api = old.legacy_api
+        new.config_id = max(new.config_id, old.config_id)  # records in flight for the old GPU are ignored
+        if new.workload != old.workload:
+            new.set_workload(old.workload)
+        new.set_enabled(old.enabled)
+        new.dispatch = None
+        self.session = new
+        self.device = f"cuda:{index}"
+        self.gpu = self.host_gpus.get(index) if self.host_gpus else None
+        self.engine.switch_device(self.device)
+        self.engine_state = f"engine restarting on GPU {index}"
+        self._reconfigure()
+        kept = f"; GPU {previous}'s numbers are kept" if previous is not None else ""
+        self.status(f"measuring on GPU {index} now: the engine restarts there{kept}")
+        self._show_gpus()
+
+
+    def _show_other_engine(self, index: int) -> None:
+        """``--devices``: show another GPU's engine in the panels; every engine keeps measuring."""
+        if index not in self.engine.devices:
+            measured = ",".join(map(str, self.engine.devices))
+            self.status(f"GPU {index} is not measured: start with --devices including it (now {measured})", error=True)
+            return
+        new = self._session_of(index)
+        self.sessions_by_gpu[self.watched_gpu] = self.session
+        self.session = new
+        self.device = f"cuda:{index}"
+        self.gpu = self.host_gpus.get(index) if self.host_gpus else None
+        self.engine.switch_device(self.device)
+        self.engine_state = "" if new.environment else f"engine starting on GPU {index}"
+        self.status(f"showing GPU {index}; every GPU keeps measuring")
+        self._dirty = True
+        self._show_gpus()
+
+
+def host_gpu_source(app: Any, interval: float = NVML_INTERVAL_S) -> Callable[[Callable[[GpuSnapshot], None]], Any]:
+    """``gpu_source`` for the app: one poller reads every GPU; the watched one also goes to the
+    GPU panel. Our engine processes are not counted as other processes."""
+
+    def start(deliver: Callable[[GpuSnapshot], None]) -> Any:
+        def on_host(host: HostGpus) -> None:
+            app.post_message(HostGpusUpdate(host))
+            index = app.watched_gpu
+            if index is None:
+                deliver(GpuSnapshot.unavailable("--device cpu: no GPU is watched"))
+            else:
+                deliver(host.get(index) or GpuSnapshot.unavailable(host.reason or f"NVML has no GPU {index}", index))
+
+        poller = HostGpuPoller(on_host, interval=interval)
+        poller.start()
+
+        def own_pids() -> None:
+            pids = getattr(app.engine, "engine_pids", None)
+            pids = pids if pids is not None else [app.engine.engine_pid]
+            poller.own_pids = frozenset(p for p in pids if p)
+
+        app.set_interval(OWN_PIDS_EVERY_S, own_pids)
+        return poller
+
+    return start

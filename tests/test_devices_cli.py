@@ -1,0 +1,121 @@
+"""``--devices``: checked against the GPUs NVML sees (a fake pynvml here), one line and exit 2
+when wrong; ``report --devices`` with real engine processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui import cli
+
+import fake_pynvml
+from fake_pynvml import FakeGpu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def refuse(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sdpa-tui: error: "), err
+    return err
+
+
+@pytest.mark.parametrize("argv", [["--devices", "2"], ["report", "--devices", "0,2"], ["--devices", "cuda:7"]])
+def test_an_index_out_of_range_exits_2(argv, monkeypatch, capsys) -> None:
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    err = refuse(argv, capsys)
+    assert "is out of range: this host has 2 GPU(s), 0 to 1" in err
+
+
+@pytest.mark.parametrize("value", ["", "x", "0;1", "-1", "all,0"])
+def test_malformed_lists_exit_2(value, monkeypatch, capsys) -> None:
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    assert "takes 'all' or GPU indices" in refuse(["report", "--devices", value], capsys)
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_devices_resolved_against_the_host(before, monkeypatch) -> None:
+    fake_pynvml.install(monkeypatch)  # 8 GPUs
+    argv = ["--devices", "all", "report"] if before else ["report", "--devices", "all"]
+    assert cli.parse(argv)[0].devices == tuple(range(8))
+    assert cli.parse(["report", "--devices", "5,1"])[0].devices == (5, 1)
+    assert cli.parse(["report"])[0].devices is None
+
+
+def test_no_gpu_here_one_line_exit_2(monkeypatch, capsys) -> None:
+    """The decision for a machine without GPUs: refuse (exit 2), pointing at --device cpu."""
+    fake_pynvml.install(monkeypatch, init_error=fake_pynvml.LIBRARY_NOT_FOUND)
+    err = refuse(["report", "--devices", "all"], capsys)
+    assert "no GPU found on this host (NVML Shared Library Not Found); use --device cpu" in err
+
+
+def test_report_devices_all_on_the_real_cpu_machine() -> None:
+    """The real command on this machine (no GPU, or no NVML): refused at once, before torch."""
+    proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "report", "--devices", "all"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=_env_without_gpu())
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "no GPU found on this host" in proc.stderr
+
+
+def _env_without_gpu() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return env
+
+
+def _two_gpu_report(tmp_path, monkeypatch, capsys) -> tuple[int, str, dict]:
+    from sdpa_tui.report_devices import run_devices_report
+
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    out = tmp_path / "devices.json"
+    args, workload, backends = cli.parse(["report", "--devices", "all", "--seq", "64", "--heads", "2",
+                                          "--backends", "math", "--duration", "0.3", "--json", str(out)])
+    code = run_devices_report(args, workload, backends)
+    return code, capsys.readouterr().out, json.loads(out.read_text())
+
+
+def test_report_devices_says_which_engine_failed(tmp_path, monkeypatch, capsys) -> None:
+    """Real engines asked for cuda:0 and cuda:1 on a torch without CUDA: each GPU's failure is
+    said in its own row, nothing is compared, exit 1 (skipped where CUDA works)."""
+    proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                          capture_output=True, text=True, timeout=120)
+    if proc.stdout.strip() != "False":
+        pytest.skip("CUDA works here: see test_engine_cuda.py")
+    code, text, data = _two_gpu_report(tmp_path, monkeypatch, capsys)
+    assert code == 1
+    assert text.count("the engine failed: RuntimeError: cuda:") == 2
+    assert [g["note"].startswith("engine failed") for g in data["comparison"]["gpus"]] == [True, True]
+    assert data["comparison"]["outliers"] == [] and all("error" in d for d in data["devices"])
+
+
+def test_report_with_two_engines_at_once(tmp_path, monkeypatch, capsys) -> None:
+    """Two real engine processes measure at the same time, each on the CPU in place of a GPU
+    (this machine has none), which is enough to check the side-by-side path end to end."""
+    from sdpa_tui.engine import device_engines
+
+    monkeypatch.setattr(device_engines, "engine_device", lambda index: "cpu")
+    code, text, data = _two_gpu_report(tmp_path, monkeypatch, capsys)
+    assert code == 0, text
+    assert "GPU 0" in text and "GPU 1" in text and "the same workload on 2 GPUs" in text
+    assert "outliers:" in text
+    assert [d["gpu"] for d in data["devices"]] == [0, 1]
+    gpus = data["comparison"]["gpus"]
+    assert [g["backend"] for g in gpus] == ["Math", "Math"]
+    # the CPU has no GPU / call clock: the kernel clock (the profiler's op sum) is compared
+    assert data["comparison"]["clock"] == "kernel"
+    assert all(g["kernel_us"] > 0 and g["eager_us"] > 0 and g["gpu_us"] is None for g in gpus)
+    assert min(g["ratio_to_fastest"] for g in gpus) == 1.0
+    assert [d["gpu_state"] for d in data["devices"]] == ["ok", "ok"]
+
+
+def test_sweep_refuses_devices(monkeypatch, capsys) -> None:
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    assert "not to sweep" in refuse(["--devices", "all", "sweep"], capsys)

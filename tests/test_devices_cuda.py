@@ -1,0 +1,62 @@
+"""The real multi-engine path on the GPU machine: one engine per GPU, NVML for all of them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.cuda
+def test_report_devices_all_on_every_gpu(tmp_path) -> None:
+    from sdpa_tui.telemetry.host_gpus import gpu_count
+
+    count, why = gpu_count()
+    assert count, f"CUDA works but NVML sees no GPU: {why}"
+    out = tmp_path / "devices.json"
+    proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "report", "--devices", "all", "--duration", "1",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "outliers:" in proc.stdout and f"the same workload on {count} GPUs" in proc.stdout
+    data = json.loads(out.read_text())
+    gpus = data["comparison"]["gpus"]
+    assert [g["gpu"] for g in gpus] == list(range(count)) and data["comparison"]["clock"] == "gpu"
+    assert all(g["backend"] and g["kernel"] and g["gpu_us"] > 0 for g in gpus)
+    assert min(g["ratio_to_fastest"] for g in gpus) == 1.0
+    # each engine ran on its own GPU: the device each reported matches the NVML index asked for
+    assert [d["report"]["environment"]["device"] for d in data["devices"]] == [f"cuda:{i}" for i in range(count)]
+
+
+@pytest.mark.cuda
+async def test_live_side_by_side_measures_every_gpu() -> None:
+    import asyncio
+
+    from sdpa_tui.core.backends import ALL_BACKENDS
+    from sdpa_tui.core.workload import Workload
+    from sdpa_tui.telemetry.host_gpus import gpu_count
+    from sdpa_tui.ui.launch import make_app
+
+    count, _ = gpu_count()
+    devices = tuple(range(count))
+    app = make_app(Workload(), ALL_BACKENDS, devices=devices)
+    async with app.run_test(size=(120, 40)):
+        sessions: dict = {}
+        for _ in range(720):  # up to 3 minutes: every engine imports torch and warms up
+            sessions = {**getattr(app, "sessions_by_gpu", {}), app.watched_gpu: app.session}
+            if app.host_gpus and all(i in sessions and sessions[i].dispatch for i in devices):
+                break
+            await asyncio.sleep(0.25)
+        assert app.host_gpus is not None and app.host_gpus.count == count
+        assert all(sessions[i].dispatch is not None for i in devices)
+        assert set(app.measuring_gpus) == set(devices)
+        await asyncio.sleep(3.0)  # the poller learns our engines' pids every 2 s
+        pids = set(app.engine.engine_pids)
+        for i in devices:
+            gpu = app.host_gpus.get(i)
+            if gpu.processes is not None:  # our engines are never "other processes"
+                assert not pids & {p.pid for p in gpu.other_processes}
