@@ -88,7 +88,7 @@ class SdpaApp(App):
         engine: Any,
         gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
         export_dir: str = "sdpa-tui-exports",
-        device: str = "cuda",
+        device: str = "auto",
     ) -> None:
         super().__init__()
         self.device = device

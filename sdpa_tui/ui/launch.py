@@ -68,7 +68,7 @@ def gpu_index(device: str) -> int | None:
 def make_app(
     workload: Workload,
     backends: tuple[Backend, ...],
-    device: str = "cuda",
+    device: str = "auto",
     export_dir: str = "sdpa-tui-exports",
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
