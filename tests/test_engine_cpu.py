@@ -90,6 +90,13 @@ def check_cpu_session(session: Session, enabled: tuple[Backend, ...]) -> None:
     assert session.dispatch is not None
     assert session.dispatch.choice in enabled
     assert session.dispatch.choice in RUNNING_ON_CPU
+    # the peak is a real ceiling: no backend runs faster than it (fp16 matmuls are slow on a CPU)
+    peak = session.peaks[session.workload.dtype]
+    assert peak.tflops > 0 and "fp32" in peak.detail
+    for row in rows.values():
+        if row.tflops is not None:
+            assert row.tflops <= peak.tflops, (row.backend, row.tflops, peak)
+            assert row.pct_of_peak is not None and 0 < row.pct_of_peak <= 100
 
 
 # ------------------------------------------------------------------ headless measure (fp32)

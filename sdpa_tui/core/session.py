@@ -266,7 +266,7 @@ class Session:
                     tflops=tflops,
                     peak_mib=s.peak_bytes / 2**20 if s.peak_bytes is not None else None,
                     kernels=s.kernels,
-                    pct_of_peak=100 * tflops / peak.tflops if tflops and peak and peak.tflops else None,
+                    pct_of_peak=share_of_peak(tflops, peak.tflops if peak else None),
                     max_abs_error=accuracy.max_abs if accuracy else None,
                     max_rel_error=accuracy.max_rel if accuracy else None,
                     eligibility=s.eligibility,
@@ -278,6 +278,14 @@ class Session:
     def history(self) -> list[HistoryRow]:
         rows = [r for s in self.backends.values() for r in s.history]
         return sorted(rows, key=lambda r: r.time)
+
+
+def share_of_peak(tflops: float | None, peak_tflops: float | None) -> float | None:
+    """Percent of the measured matmul peak; None where there is none, or where the rate is
+    above it (then the measured peak is no ceiling here: a share over 100 % says nothing)."""
+    if not tflops or not peak_tflops or tflops > peak_tflops:
+        return None
+    return 100 * tflops / peak_tflops
 
 
 def _reference_time(state: BackendState) -> float | None:

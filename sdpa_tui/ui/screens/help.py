@@ -21,6 +21,12 @@ CLOCKS = """
 
 On the CPU, *kernel* is the sum of the self times of the ATen ops of one call, and GPU/call does not apply.
 
+**% of peak** is TFLOP/s over a matmul measured on this device when the engine starts: on
+a GPU an 8192³ matmul in the workload's dtype; on the CPU the faster of a 2048³ fp32 and a
+512³ matmul in the workload's dtype (a CPU fp16 matmul is far slower than SDPA's own CPU
+kernels). It is left out (n/a) for a backend that runs faster than that matmul, where the
+matmul is no ceiling.
+
 **Dispatch** shows what SDPA picks with the flags as they are (`torch._fused_sdp_choice`)
 and the order it tries backends in. A backend that cannot run the workload says
 *not eligible* with torch's own reason.
