@@ -36,7 +36,7 @@ from sdpa_tui.core.records import (
 )
 from sdpa_tui.core.workload import Workload
 
-from real_data import H200, fixture_kernels
+from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")
@@ -69,9 +69,9 @@ RECORDS = [
     KernelCapture(7, Backend.CUDNN, CUDNN_KERNELS, (8.4,), None),
     KernelCapture(7, Backend.MATH, (KernelInfo("aten::bmm", 812.5, "cpu_op"),), (1_000.0,)),
     KernelCapture(7, Backend.EFFICIENT, (), ()),
-    Dispatch(7, Backend.CUDNN, H200.priority_order),
+    Dispatch(7, Backend.CUDNN, H200_ORDER_IN_FORCE),
     Dispatch(9, None, (), "every backend flag is off"),
-    Dispatch(10, Backend.CUDNN, H200.priority_order, "", (Backend.CUDNN, Backend.MATH),
+    Dispatch(10, Backend.CUDNN, H200_ORDER_IN_FORCE, "", (Backend.CUDNN, Backend.MATH),
              "legacy API: torch.backends.cuda.sdp_kernel(...) never touches the cuDNN flag"),
     Configure(11, Workload(), (Backend.MATH,), legacy_api=True),
     Recycling(2_531.5, 1_147.25),
@@ -222,3 +222,13 @@ def test_any_bytes_decode_to_a_record_or_protocol_error(data):
         decode(data)
     except ProtocolError:
         pass
+
+
+def test_an_environment_written_with_the_old_priority_order_name_still_reads():
+    """Reports written before the rename carry ``environment.priority_order``: torch's default order."""
+    from dataclasses import asdict
+
+    old = {k: v for k, v in asdict(H200).items() if k != "default_priority_order"}
+    old["priority_order"] = list(H200.default_priority_order)
+    assert Environment.from_dict(old) == H200
+    assert Environment.from_dict(asdict(H200)) == H200

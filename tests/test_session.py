@@ -287,7 +287,7 @@ def test_ready_log_error_and_dispatch():
     assert list(session.logs) == ["a torch warning line"]
     assert session.apply(EngineError("engine restarted"))
     assert list(session.errors) == ["engine restarted"]
-    assert session.apply(Dispatch(session.config_id, Backend.CUDNN, env.priority_order))
+    assert session.apply(Dispatch(session.config_id, Backend.CUDNN, env.default_priority_order))
     assert session.dispatch.choice is Backend.CUDNN
 
 

@@ -22,6 +22,7 @@ from sdpa_tui.ui.widgets.backend_panel import BackendPanel
 from ui_fakes import (
     ENGINE_PID,
     H200,
+    H200_ORDER_IN_FORCE,
     TRACE_FIXTURES,
     h200_power_not_supported,
     h200_processes_not_supported,
@@ -98,7 +99,7 @@ async def test_stale_records_of_an_old_configuration_are_ignored() -> None:
         engine.feed(app, [
             Sample(old, Backend.CUDNN, gpu_us=999.0, eager_us=999.0),
             BackendStatus(old, Backend.FLASH, "error", "stale error"),
-            Dispatch(old, Backend.MATH, priority_order=H200.priority_order),
+            Dispatch(old, Backend.MATH, priority_order=H200_ORDER_IN_FORCE),
         ])
         await settle(pilot)
         assert len(app.session.backends[Backend.CUDNN].history) == kept
@@ -264,6 +265,9 @@ async def test_help_lists_the_keys() -> None:
         await pilot.press("end")  # the rest of the table, and what the clocks mean, below
         await settle(pilot)
         text = screen_text(app)
+        await pilot.press("pageup")
+        await settle(pilot)
+        text += screen_text(app)
         for words in ("Chrome trace", "retry the engine", "Help", "Quit", "command palette", "three clocks"):
             assert words in text, words
         await pilot.press("escape")
@@ -393,7 +397,7 @@ async def test_no_available_kernel_is_shown_with_each_backends_reason() -> None:
             Ready(H200),
             BackendStatus(cid, Backend.CUDNN, "not_eligible", why),
             BackendStatus(cid, Backend.FLASH, "not_eligible", why),
-            Dispatch(cid, None, priority_order=H200.priority_order, reason="No available kernel. Aborting execution."),
+            Dispatch(cid, None, priority_order=H200_ORDER_IN_FORCE, reason="No available kernel. Aborting execution."),
         ])
         await settle(pilot, until=lambda: "No available kernel" in widget_text(app, "#dispatch"))
         dispatch = widget_text(app, "#dispatch")

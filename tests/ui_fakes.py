@@ -42,7 +42,7 @@ from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
 
-from real_data import FIXTURES, H200
+from real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}
 
@@ -121,9 +121,9 @@ def live_records(
     """What an engine reports for one configuration: statuses, dispatch, kernels, samples."""
     enabled = tuple(enabled)
     records: list[Any] = [BackendStatus(config_id, b, "ok") for b in enabled]
-    choice = next((b for b in H200.priority_order if Backend(b) in enabled), None)
+    choice = next((b for b in H200_ORDER_IN_FORCE if Backend(b) in enabled), None)
     records.append(
-        Dispatch(config_id, Backend(choice) if choice else None, priority_order=H200.priority_order)
+        Dispatch(config_id, Backend(choice) if choice else None, priority_order=H200_ORDER_IN_FORCE)
     )
     records += [kernel_capture(config_id, b) for b in enabled]
     for b in enabled:

@@ -54,7 +54,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
             sm_count=props.multi_processor_count,
             memory_total_bytes=props.total_memory,
             l2_bytes=getattr(props, "L2_cache_size", None),
-            priority_order=priority_order(),
+            default_priority_order=priority_order(),  # before any SDPA call in this process
             notes=notes,
         )
     return Environment(
