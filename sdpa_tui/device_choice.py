@@ -73,6 +73,18 @@ def check_device(spec: str, gpus: VisibleGpus | None = None) -> str:
     return f"cuda:{index}"
 
 
+def nvml_index(device: str, gpus: VisibleGpus | None = None) -> int | None:
+    """The NVML index of ``cuda:N`` (they differ under ``CUDA_VISIBLE_DEVICES``); None for
+    the CPU, or where it cannot be told (a MIG instance, NVML unavailable)."""
+    if not device.startswith("cuda"):
+        return None
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    gpus = gpus if gpus is not None else find_gpus()
+    if index >= gpus.count or gpus.nvml_indices[index] < 0:
+        return None
+    return gpus.nvml_indices[index]
+
+
 def find_gpus(nvml: Any = None, environ: Mapping[str, str] | None = None,
               torch_cuda: str | None | bool = True) -> VisibleGpus:
     """Count the GPUs a CUDA process would see, without importing torch or touching CUDA.

@@ -149,3 +149,12 @@ def test_the_real_command_exits_2_without_importing_torch(command, tmp_path):
     assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("sdpa-tui: error: --device cuda:7: "), proc.stderr
     assert not marker.exists(), "torch was imported"
+
+
+def test_the_nvml_index_follows_cuda_visible_devices():
+    from sdpa_tui.device_choice import nvml_index
+
+    masked = VisibleGpus((3, 1))
+    assert nvml_index("cuda:0", masked) == 3 and nvml_index("cuda:1", masked) == 1
+    assert nvml_index("cpu", masked) is None and nvml_index("cuda:2", masked) is None
+    assert nvml_index("cuda:0", VisibleGpus((-1,))) is None  # a MIG instance

@@ -65,6 +65,7 @@ RECORDS = [
     BackendStatus(8, Backend.MATH, "oom", "out of memory: needed 9.70 GiB more", ("CUDA out of memory. Tried …",)),
     Sample(7, Backend.CUDNN, 9.734, 52.125, "graph", 64, 1_763_765_000.123),
     Sample(7, Backend.MATH, None, 23_885.4, "none", 3, 1_763_765_001.5),
+    Sample(7, Backend.MATH, 26_012.5, 26_480.0, "graph", 1, 1_763_765_001.75, busy_s=0.0525),
     KernelCapture(7, Backend.FLASH, FLASH_KERNELS, (12.61, 12.58, 12.9), 33_554_432, 1_763_765_002.0),
     KernelCapture(7, Backend.CUDNN, CUDNN_KERNELS, (8.4,), None),
     KernelCapture(7, Backend.MATH, (KernelInfo("aten::bmm", 812.5, "cpu_op"),), (1_000.0,)),

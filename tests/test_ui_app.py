@@ -84,7 +84,13 @@ async def test_fed_records_show_kernels_clocks_and_dispatch() -> None:
         dispatch = widget_text(app, "#dispatch")
         assert "SDPA picks cuDNN" in dispatch
         assert "cuDNN > Flash > Mem-efficient > Math" in dispatch
-        assert "util" in widget_text(app, "#gpu") and "NVIDIA H200" in widget_text(app, "#gpu")
+        gpu = widget_text(app, "#gpu")
+        assert "util" in gpu and "NVIDIA H200" in gpu
+        # NVML's reading and how much of the device time is the engine's, with no claim about "now"
+        share = app.session.engine_busy.share()
+        assert share is not None and 0 < share < 1
+        assert "97 % NVML" in gpu and f"engine {100 * share:.0f} %" in gpu
+        assert "a kernel was running" not in gpu
 
 
 async def test_stale_records_of_an_old_configuration_are_ignored() -> None:

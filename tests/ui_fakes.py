@@ -110,6 +110,7 @@ def samples(config_id: int, backend: Backend, count: int = 8) -> list[Sample]:
             gpu_method="graph",
             calls=64,
             time=T0 + 0.25 * (i + 1),
+            busy_s=round(graph_us * 2 * 64 / 1e6, 6),  # 64 replayed and 64 eager calls
         )
         for i in range(count)
     ]

@@ -148,6 +148,9 @@ class Sample:
     gpu_method: str = "graph"  # graph | events | none
     calls: int = 1
     time: float = 0.0  # wall clock (time.time()) when taken
+    busy_s: float | None = None
+    """Device time this slice's timed calls took (GPU/call, or eager on the CPU, times the
+    calls made), for the engine's duty cycle; None from an engine that does not say."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import kernel_names
+from .duty import BusyWindow
 from .backends import ALL_BACKENDS, Backend
 from .records import (
     Accuracy,
@@ -140,6 +141,8 @@ class Session:
         self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
         self.peaks: dict[str, PeakFlops] = {}
+        self.engine_busy = BusyWindow()
+        """The engine's duty cycle on its device (kept across workloads: the device was busy)."""
         self.set_enabled(enabled)
 
     # -- changes requested by the user -----------------------------------------------------
@@ -218,6 +221,8 @@ class Session:
             state.gpu.add(record.gpu_us)
             state.eager.add(record.eager_us)
             state.last_sample_time = record.time or time.time()
+            if record.busy_s is not None:
+                self.engine_busy.add(state.last_sample_time, record.busy_s)
             state.gpu_method = record.gpu_method
             kernel = state.kernel.summary()
             state.history.append(

@@ -41,6 +41,7 @@ from ..core.backends import Backend
 from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
+from ..device_choice import nvml_index
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.nvml import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
@@ -62,6 +63,9 @@ def gpu_index(device: str) -> int | None:
     """The GPU the NVML panel watches: the one measured on (None in CPU mode)."""
     if device == "cpu":
         return None
+    index = nvml_index(device)  # under CUDA_VISIBLE_DEVICES, cuda:N is not NVML's device N
+    if index is not None:
+        return index
     return int(device.split(":", 1)[1]) if ":" in device else 0
 
 

@@ -27,6 +27,12 @@ a GPU an 8192Â³ matmul in the workload's dtype; on the CPU the faster of a 2048Â
 kernels). It is left out (n/a) for a backend that runs faster than that matmul, where the
 matmul is no ceiling.
 
+**util** (GPU panel) is NVML's reading: the share of its last sample window (1/6 s to 1 s,
+set by the driver) in which a kernel of any process ran, not how busy the SMs were.
+**engine** is the share of the last 5 s that the engine's timed calls kept the device busy
+(their measured GPU time over wall time). The engine rests between slices (each backend is
+sampled about four times a second), so util can read low, or 0 % in a gap.
+
 **Dispatch** shows what SDPA picks with the flags as they are (`torch._fused_sdp_choice`)
 and the order it tries backends in. A backend that cannot run the workload says
 *not eligible* with torch's own reason.
