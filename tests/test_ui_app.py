@@ -81,6 +81,12 @@ async def test_fed_records_show_kernels_clocks_and_dispatch() -> None:
         assert "flash_fwd_splitkv_kernel" in widget_text(app, "#panel-flash")
         assert "fmha_cutlassF_f16_aligned_64x64_rf_sm80" in widget_text(app, "#panel-efficient")
 
+        # one unit for how full a kernel's launch is, in every panel (Math's GEMM has an occupancy estimate too)
+        for backend in ("cudnn", "flash", "efficient", "math"):
+            panel = str(app.query_one(f"#panel-{backend} #kernel").content)
+            assert "blocks/SM" in panel and "occ" not in panel, panel
+        assert "0.48 blocks/SM" in str(app.query_one("#panel-cudnn #kernel").content)  # 64 blocks on 132 SMs
+
         dispatch = widget_text(app, "#dispatch")
         assert "SDPA picks cuDNN" in dispatch
         assert "cuDNN > Flash > Mem-efficient > Math" in dispatch

@@ -27,6 +27,11 @@ a GPU an 8192Â³ matmul in the workload's dtype; on the CPU the faster of a 2048Â
 kernels). It is left out (n/a) for a backend that runs faster than that matmul, where the
 matmul is no ceiling.
 
+**blocks/SM** (kernel line): the main kernel's grid blocks over the GPU's SM count, from
+CUPTI. Below 1, some SMs get no block at all; it says how full the launch is, not how many
+warps each SM keeps resident. It is the one unit shown for every kernel (CUPTI's occupancy
+estimate is 0 for many attention kernels; it stays in the exports as `occupancy`).
+
 **util** (GPU panel) is NVML's reading: the share of its last sample window (1/6 s to 1 s,
 set by the driver) in which a kernel of any process ran, not how busy the SMs were.
 **engine** is the share of the last 5 s that the engine's timed calls kept the device busy

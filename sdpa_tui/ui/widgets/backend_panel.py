@@ -28,6 +28,11 @@ def fmt_time(us: float | None) -> str:
     return f"{us:,.1f} µs"
 
 
+def fmt_blocks_per_sm(value: float) -> str:
+    """Grid blocks per SM: two decimals below one (how much of the GPU a small grid leaves idle)."""
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}"
+
+
 def fmt_bytes(n: int | None) -> str:
     if n is None:
         return "–"
@@ -142,14 +147,12 @@ class BackendPanel(Vertical):
         if ident.family:
             text.append(f"\n{ident.describe()}", style="cyan")
         if main.grid:
+            # how full the launch is, in one unit for every kernel (help: "blocks/SM")
+            fill = f" ({fmt_blocks_per_sm(main.blocks_per_sm)} blocks/SM)" if main.blocks_per_sm is not None else ""
             text.append(
-                f"\ngrid {dims(main.grid)}  block {dims(main.block)}  smem {fmt_bytes(main.shared_memory)}"
-                f"  regs {main.registers if main.registers is not None else '–'}"
+                f"\ngrid {dims(main.grid)}{fill}  block {dims(main.block)}"
+                f"\nsmem {fmt_bytes(main.shared_memory)}  regs {main.registers if main.registers is not None else '–'}"
             )
-            if main.occupancy:  # Kineto's estimate; 0 where CUPTI could not compute it
-                text.append(f"  occ {main.occupancy:.0f}%")
-            elif main.blocks_per_sm:
-                text.append(f"  {main.blocks_per_sm:.1f} blocks/SM")
         text.append(f"\n{len(state.kernels)} GPU activit{'y' if len(state.kernels) == 1 else 'ies'} per call:"
                     if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
         ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)
