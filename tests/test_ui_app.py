@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from textual.widgets import Button, Input
 
 from sdpa_tui.core import kernel_names
@@ -539,3 +541,48 @@ async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_pa
         await pilot.press("escape")
         await pilot.pause()
         assert engine.paused[-1] is False
+
+
+CPU_REASON = "cuDNN has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"
+TORCH_NO_KERNEL = "No available kernel. Aborting execution."
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_a_not_eligible_reason_is_shown_once_in_whole_words(size) -> None:
+    """At 80x24 the reason was printed twice (status line and "torch says") and cut mid-sentence."""
+    from sdpa_tui.core.records import Environment
+
+    cpu = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        cid = engine.config.config_id
+        engine.feed(app, [Ready(cpu), BackendStatus(cid, Backend.CUDNN, "not_eligible", CPU_REASON,
+                                                    (CPU_REASON, TORCH_NO_KERNEL))])
+        await settle(pilot, until=lambda: "not eligible" in widget_text(app, "#panel-cudnn"))
+        await settle(pilot)
+        lines = [line.strip("│┃ ") for line in widget_text(app, "#panel-cudnn").splitlines()[1:-1]]
+        words = " ".join(" ".join(lines).split())
+        assert words.count("cuDNN has no CPU implementation") == 1, lines
+        assert CPU_REASON in words, lines  # whole, wrapped at word boundaries
+        assert "…" not in words.split(CPU_REASON)[0], lines  # nothing of the reason itself is cut
+        if size == (120, 40):  # at 80x24 torch's own line is below the panel's last row: "…" says so
+            assert words.count(TORCH_NO_KERNEL) == 1, lines
+        else:
+            assert words.endswith(f"{CPU_REASON} …"), lines
+
+
+def test_reason_lines_wrap_in_whole_words_and_say_when_cut():
+    from sdpa_tui.core.session import Session
+    from sdpa_tui.ui.widgets.backend_panel import reason_lines
+
+    session = Session(Workload())
+    state = session.backends[Backend.FLASH]
+    state.status, state.reason = "not_eligible", "Expected query, key and value to all be of dtype: {Half, BFloat16}."
+    state.details = (state.reason, TORCH_NO_KERNEL, TORCH_NO_KERNEL)
+    whole = reason_lines(state, 30, 0).plain.splitlines()
+    assert all(len(line) <= 30 for line in whole)
+    assert " ".join(whole) == f"{state.reason} {TORCH_NO_KERNEL}"  # each once, every word whole
+    cut = reason_lines(state, 30, 2).plain.splitlines()
+    assert len(cut) == 2 and cut[-1].endswith(" …") and len(cut[-1]) <= 30
+    assert " ".join(cut)[:-2] in state.reason

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -51,8 +53,31 @@ def fit_lines(text: Text, width: int, wrap_first: int = 2) -> Text:
     return Text("\n").join(lines)
 
 
+def reason_lines(state: BackendState, width: int, height: int) -> Text:
+    """Why a backend cannot run: its reason, then torch's other lines, each once, wrapped in
+    whole words to ``width``. Past ``height`` lines (0: no limit) the last shown line ends in
+    "…" at a word boundary: the exports and ``report`` keep every word."""
+    reason = (state.reason or "").strip()
+    parts = [(reason, "bold red")] + [
+        (line, "dim") for line in dict.fromkeys(d.strip() for d in state.details) if line and line not in reason
+    ]
+    lines = [(wrapped, style) for part, style in parts for wrapped in textwrap.wrap(part, width) or [""]]
+    if height and len(lines) > height:
+        lines = lines[:height]
+        last, style = lines[-1]
+        words = last.split(" ")
+        while words and len(" ".join(words)) + 2 > width:
+            words.pop()
+        lines[-1] = (" ".join(words) + " …", style)
+    return Text("\n").join(Text(line, style=style) for line, style in lines)
+
+
 def dims(value: tuple[int, int, int] | None) -> str:
     return "×".join(str(v) for v in value) if value else "–"
+
+
+PROBLEMS = ("not_eligible", "error", "oom")
+"""Statuses where the panel shows why instead of numbers."""
 
 
 class BackendPanel(Vertical):
@@ -74,12 +99,13 @@ class BackendPanel(Vertical):
         """``compact``: a short terminal; clocks on one line so the main kernel stays visible."""
         state = session.backends[self.backend]
         width = max(self.content_region.width, 20)
-        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact, width)
+        body = self.query_one("#kernel", Static)
+        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact, width, self.content_region.height)
         if key == self._shown:
             return
         self._shown = key
         self.set_class(not state.enabled, "-off")
-        self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
+        self.set_class(state.status in PROBLEMS, "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
         clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
@@ -87,7 +113,11 @@ class BackendPanel(Vertical):
         spark = self.query_one("#history", Sparkline)
         spark.data = state.sparkline_values(session.workload.describe()) if state.status == "ok" else []
         spark.display = bool(spark.data) and not compact
-        self.query_one("#kernel", Static).update(fit_lines(self._kernel(state), width), layout=False)
+        if state.status in PROBLEMS:  # the reason wraps in whole words; a cut says so
+            # below the one status line (app.tcss: .-problem .panel-head), the panel is the reason's
+            body.update(reason_lines(state, width, max(self.content_region.height - 1, 0)), layout=False)
+        else:
+            body.update(fit_lines(self._kernel(state), width), layout=False)
 
     # -- pieces ----------------------------------------------------------------------------
     def _status(self, state: BackendState) -> Text:
@@ -99,9 +129,11 @@ class BackendPanel(Vertical):
             text.append("flag off: not measured", style="dim")
             return text
         text.append(label, style=style)
-        if state.reason:
+        if state.reason and state.status not in PROBLEMS:  # a problem's reason gets the panel's body
             text.append(f": {state.reason}", style=style)
         return text
+
+
 
     def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool, width: int) -> Group | Text:
         if state.status != "ok":
@@ -137,8 +169,6 @@ class BackendPanel(Vertical):
 
     def _kernel(self, state: BackendState) -> Text:
         main = state.main_kernel
-        if state.status in ("not_eligible", "error", "oom") and len(state.details) > 1:
-            return Text("torch says:\n" + "\n".join(f"  {line}" for line in state.details), style="dim")
         if state.status != "ok" or main is None:
             return Text("")
         ident = kernel_names.identify(main.name)
