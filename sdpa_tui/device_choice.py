@@ -98,6 +98,8 @@ def find_gpus(nvml: Any = None, environ: Mapping[str, str] | None = None,
         return VisibleGpus((), "this torch build has no CUDA")
     try:
         uuids = _nvml_uuids(nvml)
+    except ImportError:  # nvidia-ml-py missing (a dependency, yet): ask torch, the slow way
+        return _torch_gpus()
     except Exception as exc:  # no driver, no library, NVML failed: no usable GPU either
         return VisibleGpus((), f"no NVIDIA driver found (NVML: {_reason(exc)})")
     visible = parse_visible_devices(environ.get("CUDA_VISIBLE_DEVICES"), uuids)
@@ -107,6 +109,19 @@ def find_gpus(nvml: Any = None, environ: Mapping[str, str] | None = None,
             why += f" (CUDA_VISIBLE_DEVICES={environ['CUDA_VISIBLE_DEVICES']!s})"
         return VisibleGpus((), why)
     return VisibleGpus(tuple(visible))
+
+
+def _torch_gpus() -> VisibleGpus:
+    """``torch.cuda.device_count()``: it imports torch (seconds) but creates no CUDA context
+    (it counts through NVML's C library, else cudaGetDeviceCount); engines are spawned, so
+    they start clean either way. It applies ``CUDA_VISIBLE_DEVICES`` itself."""
+    try:
+        import torch
+
+        count = torch.cuda.device_count()
+    except Exception as exc:  # noqa: BLE001 - a broken torch is no GPU
+        return VisibleGpus((), f"torch could not count GPUs: {_reason(exc)}")
+    return VisibleGpus(tuple(range(count)), "" if count else "no CUDA GPU is visible")
 
 
 def parse_visible_devices(mask: str | None, uuids: list[str]) -> list[int]:

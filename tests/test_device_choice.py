@@ -158,3 +158,16 @@ def test_the_nvml_index_follows_cuda_visible_devices():
     assert nvml_index("cuda:0", masked) == 3 and nvml_index("cuda:1", masked) == 1
     assert nvml_index("cpu", masked) is None and nvml_index("cuda:2", masked) is None
     assert nvml_index("cuda:0", VisibleGpus((-1,))) is None  # a MIG instance
+
+
+def test_without_nvidia_ml_py_torch_counts(monkeypatch):
+    """nvidia-ml-py missing must not turn a GPU box into a CPU one: torch counts instead."""
+    import types
+
+    class NoModule:
+        def nvmlInit(self):
+            raise ImportError("No module named 'pynvml'")
+
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device_count=lambda: 2))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    assert find_gpus(NoModule(), {}, torch_cuda="12.8") == VisibleGpus((0, 1))
