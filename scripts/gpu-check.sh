@@ -74,6 +74,11 @@ log() { echo "=== $*"; }
       tmux send-keys -t fault q; sleep 3
       tmux has-session -t fault 2>/dev/null && echo "fault session still alive" || echo "fault app exited"
       ;;
+    util)
+      log "NVML util vs the engine's duty cycle, live settings, [2,8,8192,64] fp16 causal (~40 s)"
+      python3 benchmarks/gpu_util.py --batch 2 --heads 8 --seq 8192 --head-dim 64 --causal --seconds 40 \
+        --json "$OUT/r/gpu-util.json"
+      ;;
     shots)
       log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots" --tag "$gpu_tag"
       log "ui live benchmark"; python3 benchmarks/ui_live.py --device cuda --seconds 20 --json "$OUT/r/ui-live-cuda.json"

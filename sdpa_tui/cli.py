@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 
@@ -13,9 +12,9 @@ from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_prio
 from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .devices_option import add_devices_option, resolve_devices
+from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
 
 EXIT_USAGE = 2
-_DEVICE = re.compile(r"^(cpu|cuda|cuda:\d+)$")
 
 
 def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
@@ -35,7 +34,7 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
     g.add_argument("--causal", action="store_true", default=default(False), help="causal attention (is_causal=True)")
     g.add_argument("--mask", choices=list(MASKS), default=default(None), help="attention mask (default none; --causal means causal)")
     g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help="forward, or forward+backward")
-    g.add_argument("--device", default=default("cuda"), help="cuda, cuda:N or cpu (default: the first GPU, else the CPU)")
+    g.add_argument("--device", default=default("auto"), help=f"{SPEC_HELP}; default auto")
     g.add_argument(
         "--backends", default=default(",".join(b.short for b in ALL_BACKENDS)),
         help="comma list of enabled backends: cudnn,flash,efficient,math (default: all)",
@@ -164,8 +163,8 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
         args.priority = parse_priority(args.priority) if getattr(args, "priority", None) else ()
         if args.priority and getattr(args, "legacy_api", False):
             raise ValueError("--priority does not apply with --legacy-api: the legacy sdp_kernel has no priority order")
-        if not _DEVICE.match(args.device):
-            raise ValueError(f"--device must be cuda, cuda:N or cpu, got {args.device!r}")
+        if not DEVICE_SPEC.match(args.device):
+            raise ValueError(f"--device must be {SPEC_HELP}, got {args.device!r}")
         if getattr(args, "duration", 1.0) <= 0:
             raise ValueError("--duration must be positive")
         check_live_metrics_options(args)
@@ -179,10 +178,6 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, workload, backends = parse(argv)
-    if args.command == "exporter":
-        from .exporter import run_exporter
-
-        return run_exporter(args, workload, backends)
     if args.command == "compare":
         from .compare import run_compare
 
@@ -191,6 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .report_devices import run_devices_report
 
         return run_devices_report(args, workload, backends)
+    if getattr(args, "devices", None) is None:
+        try:  # before any engine starts: a device that is not here is bad input
+            args.device = check_device(args.device)
+        except DeviceError as exc:
+            sys.stderr.write(f"sdpa-tui: error: {exc}\n")
+            return EXIT_USAGE
+    if args.command == "exporter":
+        from .exporter import run_exporter
+
+        return run_exporter(args, workload, backends)
     if args.command == "report":
         from .report import run_report
 

@@ -18,6 +18,7 @@ from .core.backends import Backend
 from .core.records import Configure, Ready
 from .core.session import Session
 from .core.workload import Workload
+from .device_choice import gpu_index
 from .engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
 from .exports.metrics import LatestMetrics
 from .exports.metrics_address import check_address, check_port, is_loopback
@@ -31,12 +32,6 @@ SAMPLE_INTERVAL_S = 0.25
 PROFILE_EVERY_S = 5.0
 PROFILE_EVERY_MAX_S = 60.0
 """As in the live monitor: four samples a second per backend, kernel bursts backing off to one a minute."""
-
-
-def gpu_index(device: str) -> int | None:
-    if device == "cpu":
-        return None
-    return int(device.split(":", 1)[1]) if ":" in device else 0
 
 
 class Exporter:

@@ -33,8 +33,10 @@ H200 = Environment(
     sm_count=132,
     memory_total_bytes=150_109_880_320,
     l2_bytes=50 * 2**20,
-    priority_order=("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"),
+    default_priority_order=("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"),
 )
+H200_ORDER_IN_FORCE = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
+"""The order the H200 dispatched in: torch put cuDNN first at the first SDPA call."""
 
 
 def session_from_report(path: Path) -> Session:

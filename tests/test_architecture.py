@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_import_linter_contracts_are_kept():
-    """The contracts in pyproject.toml: core/engine/telemetry/exports never import the UI, core never torch, layers."""
+    """The contracts in pyproject.toml: core/engine/telemetry/exports never import the UI, core never torch,
+    layers, and no import cycle between the UI's modules (app and snapshots once imported each other)."""
     command = [shutil.which("lint-imports")] if shutil.which("lint-imports") else None
     if command is None:  # the console script is not on PATH: run import-linter's entry point directly
         command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"]

@@ -87,7 +87,7 @@ def test_defaults():
     args, workload, backends = cli.parse([])
     assert workload == Workload()
     assert backends == ALL_BACKENDS
-    assert args.command is None and args.device == "cuda"
+    assert args.command is None and args.device == "auto"
     assert args.engine_memory_mib == 1024.0
 
 

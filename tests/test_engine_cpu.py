@@ -90,6 +90,16 @@ def check_cpu_session(session: Session, enabled: tuple[Backend, ...]) -> None:
     assert session.dispatch is not None
     assert session.dispatch.choice in enabled
     assert session.dispatch.choice in RUNNING_ON_CPU
+    # every slice says how long it kept the device busy: the engine's duty cycle
+    share = session.engine_busy.share()
+    assert share is not None and 0 < share <= 1
+    # the peak is a real ceiling: no backend runs faster than it (fp16 matmuls are slow on a CPU)
+    peak = session.peaks[session.workload.dtype]
+    assert peak.tflops > 0 and "fp32" in peak.detail
+    for row in rows.values():
+        if row.tflops is not None:
+            assert row.tflops <= peak.tflops, (row.backend, row.tflops, peak)
+            assert row.pct_of_peak is not None and 0 < row.pct_of_peak <= 100
 
 
 # ------------------------------------------------------------------ headless measure (fp32)

@@ -38,7 +38,7 @@ from sdpa_tui.core.records import (
 )
 from sdpa_tui.core.workload import Workload
 
-from real_data import H200, fixture_kernels
+from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")
@@ -75,14 +75,15 @@ RECORDS = [
     CaptureKernels(7, Workload(), Backend.CUDNN, 10, "/tmp/trace-CUDNN_ATTENTION.json"),
     EngineHealth(1_290.5, 0, 4242),
     EngineHealth(None, 0),
-    Dispatch(7, Backend.CUDNN, H200.priority_order),
+    Dispatch(7, Backend.CUDNN, H200_ORDER_IN_FORCE),
     Dispatch(9, None, (), "every backend flag is off"),
-    Dispatch(10, Backend.CUDNN, H200.priority_order, "", (Backend.CUDNN, Backend.MATH),
+    Dispatch(10, Backend.CUDNN, H200_ORDER_IN_FORCE, "", (Backend.CUDNN, Backend.MATH),
              "legacy API: torch.backends.cuda.sdp_kernel(...) never touches the cuDNN flag"),
     Configure(11, Workload(), (Backend.MATH,), legacy_api=True),
     Recycling(2_531.5, 1_147.25),
     Configure(12, Workload(), ALL_BACKENDS, priority=(Backend.FLASH, Backend.CUDNN)),
     BackendStatus(12, Backend.EFFICIENT, "ok", measured=False),
+    Sample(7, Backend.MATH, 26_012.5, 26_480.0, "graph", 1, 1_763_765_001.75, busy_s=0.0525),
     PeakFlops("bf16", 742.5, "8192x8192x8192 bf16 matmul"),
     Accuracy(12, Backend.FLASH, 0.00048828125, 0.00021, "forward output vs float64 MATH"),
     Accuracy(12, Backend.MATH, None, None, "the float64 reference does not fit in memory"),
@@ -228,3 +229,13 @@ def test_any_bytes_decode_to_a_record_or_protocol_error(data):
         decode(data)
     except ProtocolError:
         pass
+
+
+def test_an_environment_written_with_the_old_priority_order_name_still_reads():
+    """Reports written before the rename carry ``environment.priority_order``: torch's default order."""
+    from dataclasses import asdict
+
+    old = {k: v for k, v in asdict(H200).items() if k != "default_priority_order"}
+    old["priority_order"] = list(H200.default_priority_order)
+    assert Environment.from_dict(old) == H200
+    assert Environment.from_dict(asdict(H200)) == H200

@@ -57,15 +57,16 @@ TEST_PEAK_BYTES = {Backend.CUDNN: 2 << 20, Backend.FLASH: 3 << 20, Backend.EFFIC
 TEST_ENV = Environment(
     device="cuda:0", device_name="NVIDIA H200", torch_version="2.11.0+cu130", cuda_version="13.0",
     cudnn_version="9.19.0", sm="9.0", sm_count=132, memory_total_bytes=150_754_820_096, l2_bytes=62_914_560,
-    priority_order=("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"),
+    default_priority_order=("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"),
 )
+ORDER_IN_FORCE = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 
 def filled_session() -> Session:
     session = Session(Workload())
     cid = session.next_config_id()
     session.apply(Ready(TEST_ENV))
-    session.apply(Dispatch(cid, Backend.CUDNN, TEST_ENV.priority_order))
+    session.apply(Dispatch(cid, Backend.CUDNN, ORDER_IN_FORCE))
     for backend in ALL_BACKENDS:
         session.apply(BackendStatus(cid, backend, "ok"))
         kernels = KERNELS.get(backend, ())
@@ -82,7 +83,7 @@ def fp32_session() -> Session:
     session = Session(Workload(dtype="fp32"))
     cid = session.next_config_id()
     session.apply(Ready(TEST_ENV))
-    session.apply(Dispatch(cid, Backend.EFFICIENT, TEST_ENV.priority_order))
+    session.apply(Dispatch(cid, Backend.EFFICIENT, ORDER_IN_FORCE))
     reason = "Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: float, Key dtype: float, and Value dtype: float instead."
     for backend in (Backend.CUDNN, Backend.FLASH):
         session.apply(BackendStatus(cid, backend, "not_eligible", reason, (reason, "No available kernel. Aborting execution.")))
@@ -125,7 +126,10 @@ def test_report_dict_schema(session):
             assert REQUIRED_KERNEL_KEYS <= set(kernel)
     assert {"choice", "priority_order", "reason"} <= set(doc["dispatch"])
     assert doc["dispatch"]["choice"] == "CUDNN_ATTENTION"
-    assert doc["dispatch"]["priority_order"] == list(TEST_ENV.priority_order)
+    assert doc["dispatch"]["priority_order"] == list(ORDER_IN_FORCE)
+    # two orders, named for what each is: torch's default before the first call, and the one used
+    assert "priority_order" not in doc["environment"]
+    assert doc["environment"]["default_priority_order"] == list(TEST_ENV.default_priority_order)
 
 
 def test_report_dict_values_come_from_the_records(session):

@@ -300,7 +300,7 @@ def test_ready_log_error_and_dispatch():
     assert list(session.logs) == ["a torch warning line"]
     assert session.apply(EngineError("engine restarted"))
     assert list(session.errors) == ["engine restarted"]
-    assert session.apply(Dispatch(session.config_id, Backend.CUDNN, env.priority_order))
+    assert session.apply(Dispatch(session.config_id, Backend.CUDNN, env.default_priority_order))
     assert session.dispatch.choice is Backend.CUDNN
 
 
@@ -313,3 +313,23 @@ def test_switching_a_backend_off_clears_its_numbers_but_keeps_its_history():
     row = next(r for r in session.rows() if r.backend is Backend.FLASH)
     assert row.status == "disabled" and row.gpu_us is None and row.kernel_us is None and row.main_kernel is None
     assert len(session.backends[Backend.FLASH].history) == 1
+
+
+def test_a_share_of_peak_above_100_percent_is_left_out_and_said():
+    """A rate above the measured matmul peak means that peak is no ceiling: no share, and a line why."""
+    from sdpa_tui.core.records import PeakFlops
+    from sdpa_tui.exports.tables import context_lines
+
+    session = configured()
+    for backend in ALL_BACKENDS:
+        feed_samples(session, backend, GPU_US[backend], EAGER_US[backend])
+    flops = session.workload.flops
+    flash_tflops = flops / (statistics.median(GPU_US[Backend.FLASH]) * 1e-6) / 1e12
+    math_tflops = flops / (statistics.median(GPU_US[Backend.MATH]) * 1e-6) / 1e12
+    session.apply(PeakFlops(session.workload.dtype, (flash_tflops + math_tflops) / 2, "a test peak"))
+    rows = {r.backend: r for r in session.rows()}
+    assert rows[Backend.FLASH].pct_of_peak is None and rows[Backend.CUDNN].pct_of_peak is None
+    assert 0 < rows[Backend.MATH].pct_of_peak <= 100
+    assert all(r.pct_of_peak is None or r.pct_of_peak <= 100 for r in rows.values())
+    said = [line for line in context_lines(session) if "left out" in line]
+    assert said and "Flash" in said[0] and "cuDNN" in said[0] and "Math" not in said[0]

@@ -49,7 +49,7 @@ def make_session() -> Session:
                 sm="9.0",
                 sm_count=132,
                 memory_total_bytes=80 * 2**30,
-                priority_order=("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"),
+                default_priority_order=("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"),
             )
         )
     )

@@ -550,8 +550,8 @@ def test_sweep_on_the_cpu_through_the_engine(tmp_path):
     assert not list(tmp_path.glob(".sdpa-tui-*"))  # no temporary files left behind
 
 
-def test_an_engine_that_cannot_start_exits_1_and_writes_nothing(tmp_path):
-    """cuda:99 is refused by the engine, with or without a GPU on this box."""
+def test_a_device_that_is_not_there_exits_2_and_writes_nothing(tmp_path):
+    """cuda:99 is bad input, with or without a GPU on this box: refused before any engine starts."""
     path = tmp_path / "sweep.json"
     proc = subprocess.run(
         [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cuda:99", "--seq", "32,64", "--batch", "1",
@@ -559,7 +559,21 @@ def test_an_engine_that_cannot_start_exits_1_and_writes_nothing(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
     )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("sdpa-tui: error: --device cuda:99: ") and proc.stderr.count("\n") == 1
+    assert not path.exists() and proc.stdout == ""
+
+
+def test_an_engine_that_dies_exits_1_and_writes_nothing(tmp_path):
+    """The engine dies in its first timing slice (SDPA_TUI_FAULT=exit): exit 1, said in one line."""
+    path = tmp_path / "sweep.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cpu", "--seq", "32,64", "--batch", "1",
+         "--heads", "2", "--head-dim", "16", "--json", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "SDPA_TUI_FAULT": "exit"},
+    )
     assert proc.returncode == 1, proc.stderr
-    assert "engine failed" in proc.stderr and "cuda:99" in proc.stderr and "Traceback" not in proc.stderr
+    assert "engine" in proc.stderr and "Traceback" not in proc.stderr
     assert not path.exists() and proc.stdout == ""
 

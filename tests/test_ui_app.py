@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from textual.widgets import Button, Input
 
 from sdpa_tui.core import kernel_names
@@ -22,6 +24,7 @@ from sdpa_tui.ui.widgets.backend_panel import BackendPanel
 from ui_fakes import (
     ENGINE_PID,
     H200,
+    H200_ORDER_IN_FORCE,
     TRACE_FIXTURES,
     h200_power_not_supported,
     h200_processes_not_supported,
@@ -80,10 +83,22 @@ async def test_fed_records_show_kernels_clocks_and_dispatch() -> None:
         assert "flash_fwd_splitkv_kernel" in widget_text(app, "#panel-flash")
         assert "fmha_cutlassF_f16_aligned_64x64_rf_sm80" in widget_text(app, "#panel-efficient")
 
+        # one unit for how full a kernel's launch is, in every panel (Math's GEMM has an occupancy estimate too)
+        for backend in ("cudnn", "flash", "efficient", "math"):
+            panel = str(app.query_one(f"#panel-{backend} #kernel").content)
+            assert "blocks/SM" in panel and "occ" not in panel, panel
+        assert "0.48 blocks/SM" in str(app.query_one("#panel-cudnn #kernel").content)  # 64 blocks on 132 SMs
+
         dispatch = widget_text(app, "#dispatch")
         assert "SDPA picks cuDNN" in dispatch
         assert "cuDNN > Flash > Mem-efficient > Math" in dispatch
-        assert "util" in widget_text(app, "#gpu") and "NVIDIA H200" in widget_text(app, "#gpu")
+        gpu = widget_text(app, "#gpu")
+        assert "util" in gpu and "NVIDIA H200" in gpu
+        # NVML's reading and how much of the device time is the engine's, with no claim about "now"
+        share = app.session.engine_busy.share()
+        assert share is not None and 0 < share < 1
+        assert "97 % NVML" in gpu and f"engine {100 * share:.0f} %" in gpu
+        assert "a kernel was running" not in gpu
 
 
 async def test_stale_records_of_an_old_configuration_are_ignored() -> None:
@@ -98,7 +113,7 @@ async def test_stale_records_of_an_old_configuration_are_ignored() -> None:
         engine.feed(app, [
             Sample(old, Backend.CUDNN, gpu_us=999.0, eager_us=999.0),
             BackendStatus(old, Backend.FLASH, "error", "stale error"),
-            Dispatch(old, Backend.MATH, priority_order=H200.priority_order),
+            Dispatch(old, Backend.MATH, priority_order=H200_ORDER_IN_FORCE),
         ])
         await settle(pilot)
         assert len(app.session.backends[Backend.CUDNN].history) == kept
@@ -264,7 +279,10 @@ async def test_help_lists_the_keys() -> None:
         await pilot.press("end")  # the rest of the table, and what the clocks mean, below
         await settle(pilot)
         text = screen_text(app)
-        for words in ("choose the GPU", "retry the engine", "Help", "Quit", "command palette", "three clocks"):
+        await pilot.press("pageup")
+        await settle(pilot)
+        text += screen_text(app)
+        for words in ("choose the GPU", "Chrome trace", "retry the engine", "Help", "Quit", "command palette", "three clocks"):
             assert words in text, words
         await pilot.press("escape")
         await pilot.pause()
@@ -406,7 +424,7 @@ async def test_no_available_kernel_is_shown_with_each_backends_reason() -> None:
             Ready(H200),
             BackendStatus(cid, Backend.CUDNN, "not_eligible", why),
             BackendStatus(cid, Backend.FLASH, "not_eligible", why),
-            Dispatch(cid, None, priority_order=H200.priority_order, reason="No available kernel. Aborting execution."),
+            Dispatch(cid, None, priority_order=H200_ORDER_IN_FORCE, reason="No available kernel. Aborting execution."),
         ])
         await settle(pilot, until=lambda: "No available kernel" in widget_text(app, "#dispatch"))
         dispatch = widget_text(app, "#dispatch")
@@ -536,3 +554,48 @@ async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_pa
         await pilot.press("escape")
         await pilot.pause()
         assert engine.paused[-1] is False
+
+
+CPU_REASON = "cuDNN has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"
+TORCH_NO_KERNEL = "No available kernel. Aborting execution."
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_a_not_eligible_reason_is_shown_once_in_whole_words(size) -> None:
+    """At 80x24 the reason was printed twice (status line and "torch says") and cut mid-sentence."""
+    from sdpa_tui.core.records import Environment
+
+    cpu = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        cid = engine.config.config_id
+        engine.feed(app, [Ready(cpu), BackendStatus(cid, Backend.CUDNN, "not_eligible", CPU_REASON,
+                                                    (CPU_REASON, TORCH_NO_KERNEL))])
+        await settle(pilot, until=lambda: "not eligible" in widget_text(app, "#panel-cudnn"))
+        await settle(pilot)
+        lines = [line.strip("│┃ ") for line in widget_text(app, "#panel-cudnn").splitlines()[1:-1]]
+        words = " ".join(" ".join(lines).split())
+        assert words.count("cuDNN has no CPU implementation") == 1, lines
+        assert CPU_REASON in words, lines  # whole, wrapped at word boundaries
+        assert "…" not in words.split(CPU_REASON)[0], lines  # nothing of the reason itself is cut
+        if size == (120, 40):  # at 80x24 torch's own line is below the panel's last row: "…" says so
+            assert words.count(TORCH_NO_KERNEL) == 1, lines
+        else:
+            assert words.endswith(f"{CPU_REASON} …"), lines
+
+
+def test_reason_lines_wrap_in_whole_words_and_say_when_cut():
+    from sdpa_tui.core.session import Session
+    from sdpa_tui.ui.widgets.backend_panel import reason_lines
+
+    session = Session(Workload())
+    state = session.backends[Backend.FLASH]
+    state.status, state.reason = "not_eligible", "Expected query, key and value to all be of dtype: {Half, BFloat16}."
+    state.details = (state.reason, TORCH_NO_KERNEL, TORCH_NO_KERNEL)
+    whole = reason_lines(state, 30, 0).plain.splitlines()
+    assert all(len(line) <= 30 for line in whole)
+    assert " ".join(whole) == f"{state.reason} {TORCH_NO_KERNEL}"  # each once, every word whole
+    cut = reason_lines(state, 30, 2).plain.splitlines()
+    assert len(cut) == 2 and cut[-1].endswith(" …") and len(cut[-1]) <= 30
+    assert " ".join(cut)[:-2] in state.reason

@@ -59,3 +59,30 @@ def test_flash_flag_off(snap_compare, size: tuple[int, int]) -> None:
         await _fed_and_drawn(pilot, engine, until=lambda: app.query_one("#panel-flash").has_class("-off"))
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+FP32_REASON = ("Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: float, "
+               "Key dtype: float, and Value dtype: float instead.")  # torch 2.11 on the H100 (fixtures/reports)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_not_eligible_reasons(snap_compare, size: tuple[int, int]) -> None:
+    """fp32: cuDNN and Flash cannot run; each says why once, wrapped in whole words."""
+    from sdpa_tui.core.records import BackendStatus, Ready
+    from sdpa_tui.core.workload import Workload
+
+    from ui_fakes import H200, live_records
+
+    app, engine, _ = make_test_app(workload=Workload(dtype="fp32"))
+
+    async def run_before(pilot) -> None:
+        cid = engine.config.config_id
+        reasons = [BackendStatus(cid, b, "not_eligible", FP32_REASON,
+                                 (FP32_REASON, "No available kernel. Aborting execution."))
+                   for b in (Backend.CUDNN, Backend.FLASH)]
+        engine.feed(app, [Ready(H200), *reasons, *live_records(cid, (Backend.EFFICIENT, Backend.MATH))])
+        await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch")
+                     and "not eligible" in widget_text(app, "#panel-flash"))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -42,7 +42,7 @@ from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
 
-from real_data import FIXTURES, H200
+from real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}
 
@@ -110,6 +110,7 @@ def samples(config_id: int, backend: Backend, count: int = 8) -> list[Sample]:
             gpu_method="graph",
             calls=64,
             time=T0 + 0.25 * (i + 1),
+            busy_s=round(graph_us * 2 * 64 / 1e6, 6),  # 64 replayed and 64 eager calls
         )
         for i in range(count)
     ]
@@ -121,9 +122,9 @@ def live_records(
     """What an engine reports for one configuration: statuses, dispatch, kernels, samples."""
     enabled = tuple(enabled)
     records: list[Any] = [BackendStatus(config_id, b, "ok") for b in enabled]
-    choice = next((b for b in H200.priority_order if Backend(b) in enabled), None)
+    choice = next((b for b in H200_ORDER_IN_FORCE if Backend(b) in enabled), None)
     records.append(
-        Dispatch(config_id, Backend(choice) if choice else None, priority_order=H200.priority_order)
+        Dispatch(config_id, Backend(choice) if choice else None, priority_order=H200_ORDER_IN_FORCE)
     )
     records += [kernel_capture(config_id, b) for b in enabled]
     for b in enabled:

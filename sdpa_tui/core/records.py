@@ -55,7 +55,10 @@ class Environment:
     memory_total_bytes: int | None = None
     l2_bytes: int | None = None
     cpu_threads: int | None = None
-    priority_order: tuple[str, ...] = ()
+    default_priority_order: tuple[str, ...] = ()
+    """torch's own order, read when the engine starts, before any SDPA call. Not necessarily
+    the order in force: torch may reorder at the first call (cuDNN first on sm90 with cuDNN
+    >= 9.15), and a custom order replaces it; :attr:`Dispatch.priority_order` is the one used."""
     notes: tuple[str, ...] = ()
 
     @property
@@ -65,7 +68,8 @@ class Environment:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Environment":
         d = dict(d)
-        d["priority_order"] = tuple(d.get("priority_order", ()))
+        old = d.pop("priority_order", ())  # files written before the field was renamed
+        d["default_priority_order"] = tuple(d.get("default_priority_order", old))
         d["notes"] = tuple(d.get("notes", ()))
         return cls(**d)
 
@@ -158,6 +162,9 @@ class Sample:
     gpu_method: str = "graph"  # graph | events | none
     calls: int = 1
     time: float = 0.0  # wall clock (time.time()) when taken
+    busy_s: float | None = None
+    """Device time this slice's timed calls took (GPU/call, or eager on the CPU, times the
+    calls made), for the engine's duty cycle; None from an engine that does not say."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,8 @@ class Dispatch:
     config_id: int
     choice: Backend | None  # None: no available kernel
     priority_order: tuple[str, ...] = ()
+    """The order in force when SDPA chose (after torch's first-call reordering, with a custom
+    order if one is set): the one that decided."""
     reason: str = ""
     effective: tuple[Backend, ...] = ()  # the backend flags torch saw as on
     note: str = ""  # one line on how the flags were applied (legacy API, custom priority)

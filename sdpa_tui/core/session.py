@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from . import kernel_names
 from .faster import Faster, FasterTracker
+from .duty import BusyWindow
 from .backends import ALL_BACKENDS, Backend
 from .records import (
     Accuracy,
@@ -144,6 +145,8 @@ class Session:
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
         self.peaks: dict[str, PeakFlops] = {}
         self._faster = FasterTracker()
+        self.engine_busy = BusyWindow()
+        """The engine's duty cycle on its device (kept across workloads: the device was busy)."""
         self.set_enabled(enabled)
 
     # -- changes requested by the user -----------------------------------------------------
@@ -224,6 +227,8 @@ class Session:
             state.gpu.add(record.gpu_us)
             state.eager.add(record.eager_us)
             state.last_sample_time = record.time or time.time()
+            if record.busy_s is not None:
+                self.engine_busy.add(state.last_sample_time, record.busy_s)
             state.gpu_method = record.gpu_method
             kernel = state.kernel.summary()
             state.history.append(
@@ -272,7 +277,7 @@ class Session:
                     tflops=tflops,
                     peak_mib=s.peak_bytes / 2**20 if s.peak_bytes is not None else None,
                     kernels=s.kernels,
-                    pct_of_peak=100 * tflops / peak.tflops if tflops and peak and peak.tflops else None,
+                    pct_of_peak=share_of_peak(tflops, peak.tflops if peak else None),
                     max_abs_error=accuracy.max_abs if accuracy else None,
                     max_rel_error=accuracy.max_rel if accuracy else None,
                     eligibility=s.eligibility,
@@ -301,6 +306,14 @@ class Session:
     def history(self) -> list[HistoryRow]:
         rows = [r for s in self.backends.values() for r in s.history]
         return sorted(rows, key=lambda r: r.time)
+
+
+def share_of_peak(tflops: float | None, peak_tflops: float | None) -> float | None:
+    """Percent of the measured matmul peak; None where there is none, or where the rate is
+    above it (then the measured peak is no ceiling here: a share over 100 % says nothing)."""
+    if not tflops or not peak_tflops or tflops > peak_tflops:
+        return None
+    return 100 * tflops / peak_tflops
 
 
 def _reference_time(state: BackendState) -> float | None:

@@ -26,7 +26,7 @@ class EngineClient:
     and ``exit_code`` says how it ended, so the caller can restart it.
     """
 
-    def __init__(self, device: str = "cuda") -> None:
+    def __init__(self, device: str = "auto") -> None:
         self.device = device
         self._process: mp.process.BaseProcess | None = None
         self._channel: Channel | None = None

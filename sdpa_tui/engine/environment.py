@@ -12,18 +12,31 @@ from .dispatch import priority_order
 
 
 def resolve_device(requested: str) -> tuple[torch.device, tuple[str, ...]]:
-    """``cuda`` means the first GPU; without one, fall back to the CPU and say why."""
+    """``auto``: the first GPU, else the CPU, saying why. ``cuda``/``cuda:N`` must exist.
+
+    The CLI checks the request before starting the engine (``sdpa_tui.device_choice``);
+    this is the last word, with torch's own view.
+    """
     if requested == "cpu":
-        return torch.device("cpu"), ("CPU mode: --device cpu",)
-    if not torch.cuda.is_available():
-        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
-        if requested.startswith("cuda:"):
+        return torch.device("cpu"), (f"CPU mode: {_why_no_gpu() or '--device cpu'}",)
+    why = _why_no_gpu()
+    if why:
+        if requested != "auto":
             raise RuntimeError(f"{requested} requested, but {why}")
         return torch.device("cpu"), (f"CPU mode: {why}",)
-    device = torch.device(requested if ":" in requested else "cuda:0")
+    device = torch.device("cuda:0" if requested in ("auto", "cuda") else requested)
     if device.index is not None and device.index >= torch.cuda.device_count():
         raise RuntimeError(f"{requested} requested, but only {torch.cuda.device_count()} GPU(s) are visible")
     return device, ()
+
+
+def _why_no_gpu() -> str:
+    """Why no GPU can be used here ("" when one can)."""
+    if torch.version.cuda is None and torch.version.hip is None:
+        return "this torch build has no CUDA"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible"
+    return ""
 
 
 def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
@@ -41,7 +54,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
             sm_count=props.multi_processor_count,
             memory_total_bytes=props.total_memory,
             l2_bytes=getattr(props, "L2_cache_size", None),
-            priority_order=priority_order(),
+            default_priority_order=priority_order(),  # before any SDPA call in this process
             notes=notes,
         )
     return Environment(

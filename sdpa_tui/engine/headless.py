@@ -32,7 +32,7 @@ class Progress:
 def measure(
     workload: Workload,
     enabled: tuple[Backend, ...],
-    device: str = "cuda",
+    device: str = "auto",
     duration_s: float = 3.0,
     timeout_s: float = 600.0,
     on_progress: Callable[[Progress], None] | None = None,
@@ -104,7 +104,7 @@ class SeriesProgress(Progress):
 def measure_series(
     workloads: Sequence[Workload],
     enabled: tuple[Backend, ...],
-    device: str = "cuda",
+    device: str = "auto",
     duration_s: float = 1.0,
     on_progress: Callable[[SeriesProgress], None] | None = None,
     timeout_s: float = 600.0,

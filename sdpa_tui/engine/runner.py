@@ -346,10 +346,12 @@ class Engine:
                 if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
-                gpu_us = None
+                gpu_us, graph_calls = None, 0
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
-                    gpu_us = run.graph.sample(clocks.calls_for(SLICE_TARGET_US, per_replay, 50))
+                    replays = clocks.calls_for(SLICE_TARGET_US, per_replay, 50)
+                    gpu_us = run.graph.sample(replays)
+                    graph_calls = replays * run.graph.calls
                 calls = clocks.calls_for(SLICE_TARGET_US, run.per_call_us, 500)
                 eager_us = clocks.eager_us(run.step, self.device, calls)
         except torch.OutOfMemoryError as exc:
@@ -369,7 +371,9 @@ class Engine:
         run.last_sample = time.monotonic()
         run.samples += 1
         method = run.graph.method if run.graph else "none"
-        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time()))
+        # device time of the slice: every timed call at its GPU time (eager on the CPU)
+        busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
+        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s))
 
     def _profile(self, run: BackendRun, trace_path: str = "", wait: bool = False) -> KernelCapture | None:
         """A burst of ``run``'s backend in the profiler process, sent on as a KernelCapture (with

@@ -74,6 +74,9 @@ def context_lines(session: Session) -> list[str]:
     if peak is not None:
         value = f"{fmt_tflops(peak.tflops)} TFLOP/s" if peak.tflops else "n/a"
         lines.append(f"% of peak: against {value} measured on this device ({peak.detail})")
+        above = [r.backend.label for r in session.rows() if r.tflops and peak.tflops and r.tflops > peak.tflops]
+        if above:
+            lines.append(f"% of peak left out for {', '.join(above)}: faster than that matmul, so it is no ceiling here")
     d = session.dispatch
     if d is not None and d.note:
         lines.append(d.note)

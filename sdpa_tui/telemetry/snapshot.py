@@ -89,7 +89,7 @@ class GpuSnapshot:
     name: str | None = None
     driver_version: str | None = None
     uuid: str | None = None
-    utilization_gpu_pct: int | None = None  # a kernel ran during the sample period, not SM busy
+    utilization_gpu_pct: int | None = None  # share of NVML's last sample window with a kernel running (any process), not SM busy
     utilization_mem_pct: int | None = None
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None

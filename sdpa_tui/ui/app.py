@@ -91,7 +91,7 @@ class SdpaApp(GpuSwitching, App):
         engine: Any,
         gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
         export_dir: str = "sdpa-tui-exports",
-        device: str = "cuda",
+        device: str = "auto",
     ) -> None:
         super().__init__()
         self.device = device
@@ -222,7 +222,7 @@ class SdpaApp(GpuSwitching, App):
         for panel in self.main_screen.query(BackendPanel):
             panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu, compact)
         self.main_screen.query_one(DispatchPanel).show(self.session)
-        self.main_screen.query_one(GpuPanel).show(self.gpu, cpu)
+        self.main_screen.query_one(GpuPanel).show(self.gpu, cpu, self.session.engine_busy.share())
 
     def status(self, text: str, error: bool = False) -> None:
         line = self.main_screen.query_one("#status-line", Static)

@@ -15,6 +15,7 @@ from textual.message import Message
 
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
+from ..device_choice import gpu_index
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import EngineEvent, EngineRecords
@@ -56,13 +57,6 @@ class DeviceEvent(Message):
         self.event = event
 
 
-def watched_index(device: str) -> int | None:
-    """The NVML index of ``cuda``/``cuda:N`` (None for the CPU)."""
-    if device == "cpu":
-        return None
-    return int(device.split(":", 1)[1]) if ":" in device else 0
-
-
 class GpuSwitching:
     """Mixin for the app: ``host_gpus``, ``watched_gpu``, ``sessions_by_gpu`` and the ``g`` action."""
 
@@ -71,7 +65,10 @@ class GpuSwitching:
 
     @property
     def watched_gpu(self) -> int | None:
-        return watched_index(self.device)
+        cached = getattr(self, "_watched_gpu", None)
+        if cached is None or cached[0] != self.device:  # NVML is asked once per device
+            cached = self._watched_gpu = (self.device, gpu_index(self.device))
+        return cached[1]
 
     @property
     def measuring_gpus(self) -> frozenset[int]:

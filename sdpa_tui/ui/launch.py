@@ -68,12 +68,10 @@ SERVED_DRIVER = "textual.drivers.web_driver:WebDriver"
 def served_by_textual_serve() -> bool:
     """Whether this process is a browser session started by ``sdpa-tui serve`` (no TTY, by design)."""
     return os.environ.get("TEXTUAL_DRIVER") == SERVED_DRIVER
-
-
 def make_app(
     workload: Workload,
     backends: tuple[Backend, ...],
-    device: str = "cuda",
+    device: str = "auto",
     export_dir: str = "sdpa-tui-exports",
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),

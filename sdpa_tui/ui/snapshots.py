@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..core.records import TracesCaptured
+from ..core.session import Session
 from ..exports.snapshot import SnapshotError, SnapshotWriter
-
-if TYPE_CHECKING:
-    from .app import SdpaApp
+from ..telemetry.snapshot import GpuSnapshot
 
 TRACE_TIMEOUT_S = 60.0
 
 
+class SnapshotHost(Protocol):
+    """What the snapshot flow needs from the app (the app satisfies it; this module never
+    imports the app, so the two do not import each other)."""
+
+    session: Session
+    gpu: GpuSnapshot | None
+
+    def status(self, text: str, error: bool = False) -> None: ...
+
+    def export_screenshot(self) -> str: ...
+
+    def next_request_id(self) -> int: ...
+
+    def send_capture(self, request_id: int, directory: str) -> bool: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], Any]) -> Any: ...
+
+
 class SnapshotFlow:
-    def __init__(self, app: "SdpaApp") -> None:
+    def __init__(self, app: SnapshotHost) -> None:
         self.app = app
         self.pending: dict[int, tuple[str, Any, str | None]] = {}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -29,6 +31,11 @@ def fmt_time(us: float | None) -> str:
     return f"{us:,.1f} µs"
 
 
+def fmt_blocks_per_sm(value: float) -> str:
+    """Grid blocks per SM: two decimals below one (how much of the GPU a small grid leaves idle)."""
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}"
+
+
 def fmt_bytes(n: int | None) -> str:
     if n is None:
         return "–"
@@ -47,8 +54,31 @@ def fit_lines(text: Text, width: int, wrap_first: int = 2) -> Text:
     return Text("\n").join(lines)
 
 
+def reason_lines(state: BackendState, width: int, height: int) -> Text:
+    """Why a backend cannot run: its reason, then torch's other lines, each once, wrapped in
+    whole words to ``width``. Past ``height`` lines (0: no limit) the last shown line ends in
+    "…" at a word boundary: the exports and ``report`` keep every word."""
+    reason = (state.reason or "").strip()
+    parts = [(reason, "bold red")] + [
+        (line, "dim") for line in dict.fromkeys(d.strip() for d in state.details) if line and line not in reason
+    ]
+    lines = [(wrapped, style) for part, style in parts for wrapped in textwrap.wrap(part, width) or [""]]
+    if height and len(lines) > height:
+        lines = lines[:height]
+        last, style = lines[-1]
+        words = last.split(" ")
+        while words and len(" ".join(words)) + 2 > width:
+            words.pop()
+        lines[-1] = (" ".join(words) + " …", style)
+    return Text("\n").join(Text(line, style=style) for line, style in lines)
+
+
 def dims(value: tuple[int, int, int] | None) -> str:
     return "×".join(str(v) for v in value) if value else "–"
+
+
+PROBLEMS = ("not_eligible", "error", "oom")
+"""Statuses where the panel shows why instead of numbers."""
 
 
 class BackendPanel(Vertical):
@@ -70,12 +100,13 @@ class BackendPanel(Vertical):
         """``compact``: a short terminal; clocks on one line so the main kernel stays visible."""
         state = session.backends[self.backend]
         width = max(self.content_region.width, 20)
-        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact, width)
+        body = self.query_one("#kernel", Static)
+        key = (state.version, is_pick, is_cpu, row.speedup_vs_math, compact, width, self.content_region.height)
         if key == self._shown:
             return
         self._shown = key
         self.set_class(not state.enabled, "-off")
-        self.set_class(state.status in ("not_eligible", "error", "oom"), "-problem")
+        self.set_class(state.status in PROBLEMS, "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
         clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
@@ -83,7 +114,11 @@ class BackendPanel(Vertical):
         spark = self.query_one("#history", Sparkline)
         spark.data = state.sparkline_values(session.workload.describe()) if state.status == "ok" else []
         spark.display = bool(spark.data) and not compact
-        self.query_one("#kernel", Static).update(fit_lines(self._kernel(state), width), layout=False)
+        if state.status in PROBLEMS:  # the reason wraps in whole words; a cut says so
+            # below the one status line (app.tcss: .-problem .panel-head), the panel is the reason's
+            body.update(reason_lines(state, width, max(self.content_region.height - 1, 0)), layout=False)
+        else:
+            body.update(fit_lines(self._kernel(state), width), layout=False)
 
     # -- pieces ----------------------------------------------------------------------------
     def _status(self, state: BackendState) -> Text:
@@ -95,9 +130,11 @@ class BackendPanel(Vertical):
             text.append("flag off: not measured", style="dim")
             return text
         text.append(label, style=style)
-        if state.reason:
+        if state.reason and state.status not in PROBLEMS:  # a problem's reason gets the panel's body
             text.append(f": {state.reason}", style=style)
         return text
+
+
 
     def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool, width: int) -> Group | Text:
         if state.status != "ok":
@@ -133,8 +170,6 @@ class BackendPanel(Vertical):
 
     def _kernel(self, state: BackendState) -> Text:
         main = state.main_kernel
-        if state.status in ("not_eligible", "error", "oom") and len(state.details) > 1:
-            return Text("torch says:\n" + "\n".join(f"  {line}" for line in state.details), style="dim")
         if state.status == "ok" and state.capture_error:
             failed = Text(f"kernel capture failed: {state.capture_error}", style="bold red")
             if main is None:
@@ -154,14 +189,12 @@ class BackendPanel(Vertical):
         if ident.family:
             text.append(f"\n{ident.describe()}", style="cyan")
         if main.grid:
+            # how full the launch is, in one unit for every kernel (help: "blocks/SM")
+            fill = f" ({fmt_blocks_per_sm(main.blocks_per_sm)} blocks/SM)" if main.blocks_per_sm is not None else ""
             text.append(
-                f"\ngrid {dims(main.grid)}  block {dims(main.block)}  smem {fmt_bytes(main.shared_memory)}"
-                f"  regs {main.registers if main.registers is not None else '–'}"
+                f"\ngrid {dims(main.grid)}{fill}  block {dims(main.block)}"
+                f"\nsmem {fmt_bytes(main.shared_memory)}  regs {main.registers if main.registers is not None else '–'}"
             )
-            if main.occupancy:  # Kineto's estimate; 0 where CUPTI could not compute it
-                text.append(f"  occ {main.occupancy:.0f}%")
-            elif main.blocks_per_sm:
-                text.append(f"  {main.blocks_per_sm:.1f} blocks/SM")
         text.append(f"\n{len(state.kernels)} GPU activit{'y' if len(state.kernels) == 1 else 'ies'} per call:"
                     if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
         ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)

@@ -15,8 +15,11 @@ class GpuPanel(Static):
 
     _shown: tuple | None = None
 
-    def show(self, gpu: GpuSnapshot | None, cpu_mode: bool) -> None:
-        key = (gpu.time if gpu else None, cpu_mode)
+    def show(self, gpu: GpuSnapshot | None, cpu_mode: bool, engine_share: float | None = None) -> None:
+        """``engine_share``: the share of recent wall time the engine's timed calls kept the
+        device busy (``Session.engine_busy``), beside NVML's reading of how busy it was."""
+        engine = "n/a" if engine_share is None else f"{100 * engine_share:.0f}"
+        key = (gpu.time if gpu else None, cpu_mode, engine)
         if key == self._shown:
             return
         self._shown = key
@@ -44,7 +47,7 @@ class GpuPanel(Static):
         else:
             other_text = Text(self._na(gpu, "processes") if gpu.processes is None else "none")
         # Most important first: a short terminal cuts the last lines.
-        grid.add_row("util", f"{val('utilization_gpu_pct')} % (a kernel was running) · mem {memory}")
+        grid.add_row("util", f"{val('utilization_gpu_pct')} % NVML · engine {engine} % · mem {memory}")
         grid.add_row("others", other_text)
         grid.add_row("throttle", Text(reasons, style="bold red" if gpu.throttled else ""))
         grid.add_row("clocks", f"SM {val('sm_clock_mhz')}/{val('sm_clock_max_mhz')} MHz · mem {val('mem_clock_mhz')} MHz")
