@@ -36,6 +36,12 @@ from .output_capture import OutputCapture
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
 WARMUP_CALLS = 3
+SLICE_WARMUP_US = 1_000.0
+"""Untimed calls before each slice's timed loops, about this long. Between two slices of a
+backend the engine idles (``sample_interval_s``); on the CPU the thread pool's workers fall
+asleep meanwhile, and the first calls after the gap waited for them to be scheduled again:
+at [1, 2, 128, 32] fp16 on a busy 2-core machine the live Flash eager median read 8x the
+headless one without this warm-up (benchmarks/live_vs_report.py)."""
 RSS_CHECK_EVERY_S = 5.0
 
 _STICKY = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -64,6 +70,13 @@ def next_profile_interval(previous_s: float, config: Configure) -> float:
     if previous_s <= 0 or config.profile_every_max_s <= config.profile_every_s:
         return config.profile_every_s
     return min(previous_s * 2, config.profile_every_max_s)
+
+
+def latest_configure_only(records: list[object]) -> list[object]:
+    """Drop every Configure but the last of a batch: keys pressed while the engine was busy
+    each sent one, and only the newest is still wanted (each costs a full set-up)."""
+    last = max((i for i, r in enumerate(records) if isinstance(r, Configure)), default=-1)
+    return [r for i, r in enumerate(records) if i == last or not isinstance(r, Configure)]
 
 
 class StickyCudaError(RuntimeError):
@@ -112,7 +125,7 @@ class Engine:
         while not self.stopping:
             runnable = bool(self.runs) and not self.paused
             wait = self._wait_time() if runnable else 0.5
-            for record in self.channel.receive_all(timeout=wait):
+            for record in latest_configure_only(self.channel.receive_all(timeout=wait)):
                 self._handle(record)
             if not self.stopping and self.runs and not self.paused:
                 self._measure_next()
@@ -159,11 +172,14 @@ class Engine:
 
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
-        self._release()
+        same_inputs = self.inputs is not None and self.config is not None and config.workload == self.config.workload
+        if not same_inputs:
+            self._release()
         self.config = config
         cid = config.config_id
         try:
-            self.inputs = Inputs.make(config.workload, self.device)
+            if not same_inputs:
+                self.inputs = Inputs.make(config.workload, self.device)
         except torch.OutOfMemoryError as exc:
             verdict = dispatch.oom(exc)
             for backend in config.enabled:
@@ -175,10 +191,18 @@ class Engine:
         measured = choice.effective if config.legacy_api else config.enabled
         self.channel.send(Dispatch(cid, choice.backend, choice.priority_order, choice.reason,
                                    choice.effective, self._dispatch_note(config, choice)))
-        self._send_peak(config.workload.dtype)
-        reference = self._reference()
-        for backend in ALL_BACKENDS:
+        for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
+            self._drop(backend)
+        reference: "torch.Tensor | str | None" = None
+        # SDPA's pick first, each backend sampled as soon as it is ready: the first number
+        # reaches the screen before the other backends are set up.
+        for backend in sorted(ALL_BACKENDS, key=lambda b: b is not choice.backend):
             self._flush_logs()
+            if backend in self.runs:  # flags changed, workload the same: its clocks are still valid
+                self.channel.send(BackendStatus(cid, backend, "ok"))
+                kept = self.runs[backend]
+                kept.last_sample, kept.samples = 0.0, 0  # a fresh number now, before any burst
+                continue
             verdict = self._eligible(backend)
             if backend not in measured or verdict.status != "ok":
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
@@ -187,12 +211,18 @@ class Engine:
             try:
                 self.runs[backend] = self._prepare(backend)
                 self.channel.send(BackendStatus(cid, backend, "ok"))
-                self._send_accuracy(backend, reference)
             except torch.OutOfMemoryError as exc:
                 self._fail(backend, dispatch.oom(exc))
+                continue
             except RuntimeError as exc:
                 self._check_sticky(exc)
                 self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+                continue
+            self._slice(self.runs[backend])
+            if backend in self.runs:
+                reference = self._reference() if reference is None else reference
+                self._send_accuracy(backend, reference)
+        self._send_peak(config.workload.dtype)
 
     def _dispatch_note(self, config: Configure, choice: dispatch.Choice) -> str:
         if config.legacy_api and Backend.CUDNN in choice.effective:
@@ -285,10 +315,13 @@ class Engine:
                                           f"({run.graph.capture_error}); timing with events"))
         return run
 
-    def _fail(self, backend: Backend, verdict: dispatch.Eligibility) -> None:
+    def _drop(self, backend: Backend) -> None:
         run = self.runs.pop(backend, None)
         if run and run.graph:
             run.graph.release()
+
+    def _fail(self, backend: Backend, verdict: dispatch.Eligibility) -> None:
+        self._drop(backend)
         self._free_memory()
         self.channel.send(BackendStatus(self.config.config_id, backend, verdict.status, verdict.reason, verdict.details))
 
@@ -325,6 +358,7 @@ class Engine:
                     self._profile(run)  # a slice of its own: the profiler slows what follows
                     return
                 gpu_us = None
+                self._warm_up(run)
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
                     gpu_us = run.graph.sample(clocks.calls_for(SLICE_TARGET_US, per_replay, 50))
@@ -348,6 +382,12 @@ class Engine:
         run.samples += 1
         method = run.graph.method if run.graph else "none"
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time()))
+
+    def _warm_up(self, run: BackendRun) -> None:
+        """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""
+        for _ in range(clocks.calls_for(SLICE_WARMUP_US, run.per_call_us, 50)):
+            run.step()
+        clocks.synchronize(self.device)
 
     def _profile(self, run: BackendRun) -> profiling.Burst:
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
