@@ -15,6 +15,7 @@ from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Ready, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
+from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
 from sdpa_tui.ui.widgets.backend_panel import BackendPanel
@@ -523,3 +524,16 @@ async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_pa
         await pilot.press("escape")
         await pilot.pause()
         assert engine.paused[-1] is False
+
+
+async def test_the_first_number_after_a_key_is_drawn_without_waiting_for_the_redraw_timer(monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "REDRAW_INTERVAL_S", 3600.0)  # only the immediate redraw can show it
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        engine.feed(app, [Ready(H200)])
+        await pilot.press("k")  # a new configuration
+        await settle(pilot)
+        cid = engine.config.config_id
+        engine.feed(app, [BackendStatus(cid, Backend.CUDNN, "ok"), Sample(cid, Backend.CUDNN, gpu_us=9.7, eager_us=52.0)])
+        await settle(pilot, until=lambda: "52.0 µs" in widget_text(app, "#panel-cudnn"))
+        assert "52.0 µs" in widget_text(app, "#panel-cudnn")

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, TracesCaptured
+from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, Sample, TracesCaptured
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
@@ -108,6 +108,7 @@ class SdpaApp(App):
         self._dirty = True
         self._request_id = 0
         self._last_error = ""
+        self._numbered_config = -1  # the configuration whose first number was drawn at once
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -172,10 +173,20 @@ class SdpaApp(App):
                 self._replacing_engine = None
             elif isinstance(record, TracesCaptured):
                 self.snapshots.traces_captured(record)
+        if self._first_number_of_configuration(message.records):
+            self._redraw()  # the first number after a key or at start: now, not at the next tick
         errors = list(self.session.errors)  # kept in the session: snapshots export them
         if errors and errors[-1] != self._last_error:
             self._last_error = errors[-1]
             self.status(errors[-1], error=True)
+
+    def _first_number_of_configuration(self, records: list[Any]) -> bool:
+        current = self.session.config_id
+        if self._numbered_config == current or not any(
+                isinstance(r, Sample) and r.config_id == current for r in records):
+            return False
+        self._numbered_config = current
+        return True
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
