@@ -4,7 +4,7 @@ CPU engine sends (issue 12, items 6 and 7; issue 13, item 1). Nothing here is ti
 from __future__ import annotations
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, PeakFlops, Sample, SetPaused
+from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, KernelCapture, PeakFlops, Sample, SetPaused
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
 from sdpa_tui.engine.runner import Engine, latest_configure_only
@@ -48,8 +48,20 @@ def test_sdpa_pick_has_a_number_before_the_other_backends_are_set_up():
     other_ready = next(i for i, r in enumerate(records) if isinstance(r, BackendStatus) and r.backend is other)
     assert records[first_sample].backend is pick
     assert first_sample < other_ready
+
+
+def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.0))
+    engine._send_peak_when_due()
+    assert not any(isinstance(r, PeakFlops) for r in channel.records)
+    for _ in range(4):  # two rounds: a burst each (a sample came with the set-up), then samples
+        engine._measure_next()
+        engine._send_peak_when_due()
+    records = channel.records
     peak = next(i for i, r in enumerate(records) if isinstance(r, PeakFlops))
-    assert first_sample < peak, "the matmul peak waits until numbers are on screen"
+    captures = [i for i, r in enumerate(records) if isinstance(r, KernelCapture)]
+    assert len(captures) == 2 and max(captures) < peak
 
 
 def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
