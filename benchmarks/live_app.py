@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.append(str(REPO))  # after PYTHONPATH: another checkout can be measured
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402

@@ -16,9 +16,13 @@ BOTH = (Backend.FLASH, Backend.MATH)
 class Recorder:
     def __init__(self) -> None:
         self.records: list[object] = []
+        self.waiting: list[object] = []  # records the UI sent that the engine has not read
 
     def send(self, record: object) -> None:
         self.records.append(record)
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        return bool(self.waiting)
 
 
 class NoOutput:
@@ -98,3 +102,15 @@ def test_each_slice_wakes_the_backend_before_it_is_timed(monkeypatch):
     run.samples = 0  # a timing slice, not a profiler burst
     engine._slice(run)
     assert before_timing and before_timing[0] > 0
+
+
+def test_a_due_burst_waits_while_a_key_press_is_waiting_to_be_read():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, (Backend.MATH,), sample_interval_s=0.0))
+    channel.waiting.append(Configure(2, SMALL, BOTH))  # the UI sent it; the engine has not read it yet
+    engine._measure_next()  # the burst is due (one sample came with the set-up)
+    engine._send_peak_when_due()
+    assert not any(isinstance(r, (KernelCapture, PeakFlops)) for r in channel.records)
+    channel.waiting.clear()
+    engine._measure_next()
+    assert any(isinstance(r, KernelCapture) for r in channel.records)

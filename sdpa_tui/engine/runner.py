@@ -240,7 +240,7 @@ class Engine:
     def _send_peak_when_due(self) -> None:
         """The matmul peak once every backend had its first burst: full panels come first
         (on a CPU the peak's matmuls took over a second, as long as a first burst)."""
-        if self._peak_due and all(r.next_profile for r in self.runs.values()):
+        if self._peak_due and all(r.next_profile for r in self.runs.values()) and not self.channel.poll(0):
             self._peak_due = False
             self._send_peak(self.config.workload.dtype)
 
@@ -365,7 +365,8 @@ class Engine:
         try:
             with forced((run.backend,)):
                 if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
-                    self._profile(run)  # a slice of its own: the profiler slows what follows
+                    if not self.channel.poll(0):  # a key was pressed: its Configure goes first
+                        self._profile(run)  # a slice of its own: the profiler slows what follows
                     return
                 gpu_us = None
                 self._warm_up(run)
