@@ -537,3 +537,13 @@ async def test_the_first_number_after_a_key_is_drawn_without_waiting_for_the_red
         engine.feed(app, [BackendStatus(cid, Backend.CUDNN, "ok"), Sample(cid, Backend.CUDNN, gpu_us=9.7, eager_us=52.0)])
         await settle(pilot, until=lambda: "52.0 µs" in widget_text(app, "#panel-cudnn"))
         assert "52.0 µs" in widget_text(app, "#panel-cudnn")
+
+
+async def test_a_contended_host_cpu_is_said_in_the_header(monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "HOST_PRESSURE_EVERY_S", 0.05)
+    app, engine, _ = make_test_app()
+    app.host_pressure_source = lambda: 42.0
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await settle(pilot, until=lambda: "CONTENDED" in widget_text(app, "#header"))
+        assert "CPU CONTENDED 42%: times read high" in widget_text(app, "#header")

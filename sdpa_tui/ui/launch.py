@@ -42,6 +42,7 @@ from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
 from ..engine.supervisor import EngineSupervisor
+from ..telemetry.host_cpu import cpu_pressure
 from ..telemetry.nvml import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
 from .app import SdpaApp
@@ -94,6 +95,7 @@ def make_app(
     app = LiveApp(session, engine=None, gpu_source=gpu_source, export_dir=export_dir, device=device)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib
+    app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
     app.engine = EngineSupervisor(
         device,
         on_records=lambda records: app.post_message(EngineRecords(records)),
