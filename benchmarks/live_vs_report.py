@@ -27,6 +27,7 @@ from live_app import SIZE, REPO, add_workload_options, cpu_percent, load_average
 from recorded import command_line
 
 from sdpa_tui.core.backends import ALL_BACKENDS
+from sdpa_tui.telemetry.host_cpu import cpu_pressure
 from sdpa_tui.engine.headless import measure
 
 CLOCKS = ("gpu_us", "eager_us")
@@ -48,7 +49,7 @@ def headless(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.monotonic()
     session = measure(workload_of(args), ALL_BACKENDS, args.device, duration_s=args.report_seconds)
     return {"medians": medians(session), "wall_s": round(time.monotonic() - t0, 1),
-            "disturbance": getattr(session, "disturbance", None)}
+            "cpu_pressure_after_percent": cpu_pressure()}
 
 
 async def live(args: argparse.Namespace) -> dict[str, Any]:
@@ -64,7 +65,7 @@ async def live(args: argparse.Namespace) -> dict[str, Any]:
         ui_cpu = cpu_percent(time.process_time() - cpu0, time.monotonic() - t0)
         header = app.main_screen.query_one("#header").render()
         return {"medians": medians(app.session), "ui_cpu_percent_of_one_core": round(ui_cpu, 1),
-                "header": str(header)}
+                "cpu_pressure_after_percent": cpu_pressure(), "header": str(header)}
 
 
 def compare(live_m: dict, reports: list[dict]) -> list[dict[str, Any]]:
@@ -105,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['backend']:<22}{r['clock']:<10}{fmt(r['live_us']):>12}{fmt(reports[0]):>12}{fmt(reports[1]):>12}"
               f"{r['ratio']:>12.2f}{'' if r['within_10pct'] else ' !'}")
     print(f"UI process while live: {live_result['ui_cpu_percent_of_one_core']:.1f} % of one core; "
-          f"load average before {load_before}, after {load_average()}")
+          f"load average before {load_before}, after {load_average()}; CPU pressure (PSI avg10, % of time a task "
+          f"waited for a core) after report 1 / live / report 2: {first['cpu_pressure_after_percent']} / "
+          f"{live_result['cpu_pressure_after_percent']} / {second['cpu_pressure_after_percent']}")
 
     result = {
         "date": started.isoformat(timespec="seconds"),

@@ -7,6 +7,7 @@ from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, KernelCapture, PeakFlops, Sample, SetPaused
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
+from sdpa_tui.engine.cpu_threads import timing_threads
 from sdpa_tui.engine.runner import Engine, latest_configure_only
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
@@ -114,3 +115,10 @@ def test_a_due_burst_waits_while_a_key_press_is_waiting_to_be_read():
     channel.waiting.clear()
     engine._measure_next()
     assert any(isinstance(r, KernelCapture) for r in channel.records)
+
+
+def test_on_the_cpu_the_engine_leaves_one_core_unless_the_user_chose():
+    assert timing_threads(2, None) == 1
+    assert timing_threads(64, None) == 63
+    assert timing_threads(1, None) == 1
+    assert timing_threads(2, "2") is None  # OMP_NUM_THREADS set: torch's choice stands

@@ -27,7 +27,7 @@ from ..core.records import (
     Shutdown,
     TracesCaptured,
 )
-from . import clocks, dispatch, host_memory, profiling, quality
+from . import clocks, cpu_threads, dispatch, host_memory, profiling, quality
 from .calls import Inputs, forced
 from .channel import Channel
 from .environment import describe, resolve_device
@@ -36,12 +36,13 @@ from .output_capture import OutputCapture
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
 WARMUP_CALLS = 3
-SLICE_WARMUP_US = 1_000.0
-"""Untimed calls before each slice's timed loops, about this long. Between two slices of a
-backend the engine idles (``sample_interval_s``); on the CPU the thread pool's workers fall
-asleep meanwhile, and the first calls after the gap waited for them to be scheduled again:
-at [1, 2, 128, 32] fp16 on a busy 2-core machine the live Flash eager median read 8x the
-headless one without this warm-up (benchmarks/live_vs_report.py)."""
+SLICE_WARMUP_US = {"cpu": 5_000.0, "cuda": 1_000.0}
+"""Untimed calls before each slice's timed loops, about this long per device type. Between two
+slices of a backend the engine idles (``sample_interval_s``); on the CPU the thread pool's
+workers fall asleep and caches go cold meanwhile. At [1, 2, 128, 32] fp16 on a busy 2-core
+machine (2026-11-23) the live Flash eager median read 8x the headless one without a warm-up;
+with 1 ms of it still 10-20 % high, with about 5 ms within the noise
+(benchmarks/live_vs_report.py)."""
 RSS_CHECK_EVERY_S = 5.0
 
 _STICKY = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -121,6 +122,8 @@ class Engine:
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
+        if self.device.type == "cpu":
+            cpu_threads.leave_a_core()  # before describe(): the header names the thread count
         self.channel.send(Ready(describe(self.device, notes)))
         self._flush_logs()
         while not self.stopping:
@@ -396,7 +399,7 @@ class Engine:
 
     def _warm_up(self, run: BackendRun) -> None:
         """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""
-        for _ in range(clocks.calls_for(SLICE_WARMUP_US, run.per_call_us, 50)):
+        for _ in range(clocks.calls_for(SLICE_WARMUP_US.get(self.device.type, 1_000.0), run.per_call_us, 50)):
             run.step()
         clocks.synchronize(self.device)
 

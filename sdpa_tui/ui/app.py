@@ -15,6 +15,7 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -230,7 +231,10 @@ class SdpaApp(App):
 
     def _redraw_if_dirty(self) -> None:
         if self._dirty:
-            self._redraw()
+            try:
+                self._redraw()
+            except NoMatches:  # a tick while the app shuts down: its widgets are already gone
+                pass
 
     def _redraw(self) -> None:
         self._dirty = False
