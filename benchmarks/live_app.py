@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.append(str(REPO))  # after PYTHONPATH: another checkout can be measured
+# This checkout, unless PYTHONPATH names one (to measure another checkout, e.g. before a change)
+sys.path.insert(len(sys.path) if os.environ.get("PYTHONPATH") else 0, str(REPO))
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
