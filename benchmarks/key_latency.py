@@ -4,7 +4,7 @@ Runs the real app (``make_app``: a real engine process) under Textual's Pilot, w
 running backend has numbers, then presses keys as a user would (``f`` Flash off and on again,
 ``+`` and ``-`` the sequence length). For each press it records when the first number of the
 new configuration was drawn (the app's redraw that first showed one) and when every running
-backend showed one. Issue 12 asks for under 1 s at the blog shape on the H100, with the UI
+backend had one in the app's session (drawn at the next redraw, at most 0.5 s later). Issue 12 asks for under 1 s at the blog shape on the H100, with the UI
 process at most 10 % of a core.
 
     python3 benchmarks/key_latency.py --device cuda
@@ -73,6 +73,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 cid = app.session.config_id
                 all_ok = await wait_all_running_shown(pilot, clock, KEY_TIMEOUT_S)
                 all_at = time.monotonic()
+                await pilot.pause(SETTLE_S)  # the redraw that shows them may still be to come
                 first = clock.first_with(cid, pressed)
                 presses.append({
                     "round": round_, "key": key, "config_changed": cid != before,
@@ -80,7 +81,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "first_number_s": None if first is None else round(first - pressed, 3),
                     "all_running_s": round(all_at - pressed, 3) if all_ok else None,
                 })
-                await pilot.pause(SETTLE_S)
         ui_cpu = cpu_percent(time.process_time() - cpu0, time.monotonic() - t0)
     return {"presses": presses, "ui_cpu_percent_of_one_core": round(ui_cpu, 1)}
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = asyncio.run(run(args))
     table = summary(measured["presses"])
     fmt = lambda v: "–" if v is None else f"{v * 1000:,.0f} ms"  # noqa: E731
-    print(f"{'key':<8}{'first number (median)':>24}{'(max)':>10}{'all running (median)':>23}{'presses':>9}")
+    print(f"{'key':<8}{'first number (median)':>24}{'(max)':>10}{'all fresh in session':>23}{'presses':>9}")
     for key, row in table.items():
         print(f"{key:<8}{fmt(row['first_number_median_s']):>24}{fmt(row['first_number_max_s']):>10}"
               f"{fmt(row['all_running_median_s']):>23}{row['presses']:>9}")
