@@ -24,3 +24,4 @@ def test_no_pressure_file_or_a_garbled_one_says_nothing(tmp_path):
 def test_the_badge_appears_from_the_threshold_with_the_share():
     assert disturbance_note(DISTURBED_AT_PERCENT - 0.1) == ""
     assert disturbance_note(64.07) == "CPU CONTENDED 64%: times read high"
+    assert disturbance_note(64.07, on_cpu=False) == "CPU CONTENDED 64%: eager times read high"  # GPU clocks are not

@@ -26,9 +26,10 @@ def cpu_pressure(path: str = PSI_CPU) -> float | None:
     return None
 
 
-def disturbance_note(pressure: float | None) -> str:
+def disturbance_note(pressure: float | None, on_cpu: bool = True) -> str:
     """The header's badge for a contended host, or "" when it is quiet or cannot tell: the share
-    of the last 10 s in which some task waited for a core (the help says so in words)."""
+    of the last 10 s in which some task waited for a core. On a GPU only the host-timed (eager)
+    clock is affected."""
     if pressure is None or pressure < DISTURBED_AT_PERCENT:
         return ""
-    return f"CPU CONTENDED {pressure:.0f}%: times read high"
+    return f"CPU CONTENDED {pressure:.0f}%: {'times' if on_cpu else 'eager times'} read high"

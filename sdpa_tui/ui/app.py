@@ -241,7 +241,7 @@ class SdpaApp(App):
         env = self.session.environment
         cpu = bool(env and env.is_cpu)
         self.main_screen.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused,
-                                                           disturbance_note(self.host_pressure))
+                                                           disturbance_note(self.host_pressure, cpu or env is None))
         pick = self.session.dispatch.choice if self.session.dispatch else None
         rows = {row.backend: row for row in self.session.rows()}
         compact = self.main_screen.has_class("-compact")
