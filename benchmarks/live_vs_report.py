@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         "comparison": rows,
         "all_within_10pct": all(r["within_10pct"] for r in rows),
     }
-    out = args.json or REPO / "benchmarks" / "results" / f"live-vs-report-{args.device.replace(':', '')}-{started.date()}.json"
+    name = f"live-vs-report-{args.device.replace(':', '')}-{started.date()}.json"
+    out = args.json or REPO / "benchmarks" / "results" / name
     with open(out, "w", encoding="utf-8") as f:
         f.write(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")

@@ -75,7 +75,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to measure CPU use while live")
     parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} -m sdpa_tui")
     parser.add_argument("--json", default=None)
-    parser.add_argument("--pythonpath", default=str(REPO), help="where sdpa_tui is imported from (default: this checkout)")
+    parser.add_argument("--pythonpath", default=str(REPO),
+                        help="where sdpa_tui is imported from (default: this checkout)")
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.pythonpath, os.environ.get("PYTHONPATH")) if p)
     start = time.monotonic()

@@ -399,7 +399,8 @@ class Engine:
 
     def _warm_up(self, run: BackendRun) -> None:
         """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""
-        for _ in range(clocks.calls_for(SLICE_WARMUP_US.get(self.device.type, 1_000.0), run.per_call_us, 50)):
+        warm_up_us = SLICE_WARMUP_US.get(self.device.type, 1_000.0)
+        for _ in range(clocks.calls_for(warm_up_us, run.per_call_us, 50)):
             run.step()
         clocks.synchronize(self.device)
 
