@@ -122,3 +122,11 @@ def test_on_the_cpu_the_engine_leaves_one_core_unless_the_user_chose():
     assert timing_threads(64, None) == 63
     assert timing_threads(1, None) == 1
     assert timing_threads(2, "2") is None  # OMP_NUM_THREADS set: torch's choice stands
+
+
+def test_a_configuration_received_while_paused_takes_no_sample():
+    engine, channel = cpu_engine()
+    engine.paused = True
+    engine._configure(Configure(1, SMALL, BOTH))
+    assert set(engine.runs) == set(BOTH)
+    assert not any(isinstance(r, Sample) for r in channel.records)

@@ -40,8 +40,8 @@ SLICE_WARMUP_US = {"cpu": 5_000.0, "cuda": 1_000.0}
 """Untimed calls before each slice's timed loops, about this long per device type. Between two
 slices of a backend the engine idles (``sample_interval_s``); on the CPU the thread pool's
 workers fall asleep and caches go cold meanwhile. At [1, 2, 128, 32] fp16 on a busy 2-core
-machine (2026-11-23) the live Flash eager median read 8x the headless one without a warm-up;
-with 1 ms of it still 10-20 % high, with about 5 ms within the noise
+machine (2026-11-23) the live eager medians read 3-80x the headless ones without a warm-up;
+with 1 ms of it still 10-20 % high, with about 5 ms within 2 %
 (benchmarks/live_vs_report.py)."""
 RSS_CHECK_EVERY_S = 5.0
 
@@ -224,7 +224,8 @@ class Engine:
                 self._check_sticky(exc)
                 self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
                 continue
-            self._slice(self.runs[backend])
+            if not self.paused:  # paused: the device is left alone
+                self._slice(self.runs[backend])
             if backend in self.runs:
                 reference = self._reference() if reference is None else reference
                 self._send_accuracy(backend, reference)
