@@ -1,7 +1,11 @@
-"""Time to first frame, time to first sample, and the UI process's CPU use while live.
+"""Time to first frame, to the first number, to full panels, and the UI process's CPU use while live.
 
 Runs the real ``sdpa-tui`` in a real terminal (tmux), as a user would, and reads the UI
 process's CPU time from /proc (the engine is a separate process and is not counted).
+
+- first number: any clock of any backend shows a value (issue 12: within 3 s of the first frame);
+- full panels: the dispatch panel names SDPA's pick, no backend is still waiting, and every
+  running backend shows a kernel-clock value too (a profiler burst has been read; within 5 s).
 
     python3 benchmarks/ui_live.py --device cuda --seconds 30
     python3 benchmarks/ui_live.py --device cpu --seconds 30
@@ -23,13 +27,21 @@ import sys
 import time
 from pathlib import Path
 
+from recorded import command_line
+
 SESSION = "sdpa-tui-bench"
+SOCKET = f"sdpa-tui-bench-{os.getpid()}"
+"""A tmux server of our own: other runs on the machine neither see nor kill this session."""
+REPO = Path(__file__).resolve().parent.parent
 FIRST_FRAME = re.compile(r"sdpa-tui")
-FIRST_SAMPLE = re.compile(r"eager\s+[\d.,]+ (µs|ms)")
+NUMBER = r"\s+[\d.,]+ (µs|ms)"
+FIRST_SAMPLE = re.compile(rf"(eager|GPU/call|GPU){NUMBER}")
+KERNEL_NUMBER = re.compile(rf"kernel{NUMBER}")
+RUNNING = re.compile(r"● on ok")
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, *args], check=True, capture_output=True, text=True).stdout
 
 
 def screen() -> str:
@@ -42,9 +54,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime of this process only
 
 
-def wait_for(pattern: re.Pattern, start: float, timeout: float) -> float | None:
+def full_panels(text: str) -> bool:
+    running = len(RUNNING.findall(text))
+    return ("SDPA picks" in text and "● on waiting" not in text and running > 0
+            and len(KERNEL_NUMBER.findall(text)) >= running)
+
+
+def wait_for(done, start: float, timeout: float) -> float | None:
+    """Seconds from ``start`` until ``done(screen text)`` holds, or None at the timeout."""
     while time.monotonic() - start < timeout:
-        if pattern.search(screen()):
+        if done(screen()):
             return time.monotonic() - start
         time.sleep(0.02)
     return None
@@ -56,14 +75,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to measure CPU use while live")
     parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} -m sdpa_tui")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--pythonpath", default=str(REPO),
+                        help="where sdpa_tui is imported from (default: this checkout)")
     args = parser.parse_args()
-
-    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.pythonpath, os.environ.get("PYTHONPATH")) if p)
     start = time.monotonic()
     tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"exec {args.command} --device {args.device}")
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
-    first_frame = wait_for(FIRST_FRAME, start, 30)
-    first_sample = wait_for(FIRST_SAMPLE, start, 120)
+    first_frame = wait_for(FIRST_FRAME.search, start, 30)
+    first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
+    full = wait_for(full_panels, start, 120)
     time.sleep(2.0)  # let start-up work settle before measuring steady state
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     time.sleep(args.seconds)
@@ -77,22 +98,30 @@ def main() -> int:
             break
         time.sleep(0.1)
     leftover = subprocess.run(["pgrep", "-f", "sdpa-tui-engine|sdpa_tui.engine"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),
         "device": args.device,
         "first_frame_s": first_frame,
         "first_sample_s": first_sample,
+        "full_panels_s": full,
+        "first_number_after_first_frame_s": None if None in (first_frame, first_sample) else first_sample - first_frame,
+        "full_panels_after_first_frame_s": None if None in (first_frame, full) else full - first_frame,
+        "command": command_line(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "ui_cpu_percent_of_one_core": 100.0 * (cpu1 - cpu0) / (t1 - t0),
         "measured_s": t1 - t0,
         "exited_on_q": exited,
         "engine_processes_left": len(leftover),
         "screen": final_screen,
     }
-    print(f"{'device':<10}{'first frame':>14}{'first sample':>14}{'UI CPU %':>10}{'exit on q':>11}")
+    print(f"{'device':<10}{'first frame':>14}{'first number':>14}{'full panels':>14}{'UI CPU %':>10}{'exit on q':>11}")
     fmt = lambda v: "timeout" if v is None else f"{v:.2f} s"  # noqa: E731
-    print(f"{args.device:<10}{fmt(first_frame):>14}{fmt(first_sample):>14}"
+    print(f"{args.device:<10}{fmt(first_frame):>14}{fmt(first_sample):>14}{fmt(full):>14}"
           f"{result['ui_cpu_percent_of_one_core']:>9.1f}%{str(exited):>11}")
+    print("(seconds from the start of the command; the first number and full panels are counted from the first "
+          f"frame in the JSON; load average {result['load_average']})")
     out = Path(args.json or f"benchmarks/results/ui-live-{args.device.replace(':', '')}-{dt.date.today()}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

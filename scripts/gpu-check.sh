@@ -116,6 +116,16 @@ log() { echo "=== $*"; }
         --json "$OUT/r/engine-memory-configure.json" 2>&1 | grep -v USDT
       wait; grep -v USDT "$OUT/r/engine-memory.txt"
       ;;
+    live)
+      log "live: first number and full panels (tmux), key press to fresh number, live vs report (about 4 min)"
+      python3 benchmarks/ui_live.py --device cuda --seconds 15 --json "$OUT/r/ui-live-cuda.json"
+      python3 benchmarks/key_latency.py --device cuda --rounds 3 --json "$OUT/r/key-latency-cuda.json" 2>&1 | grep -v USDT
+      python3 benchmarks/live_vs_report.py --device cuda --batch 2 --heads 8 --seq 512 --head-dim 64 \
+        --json "$OUT/r/live-vs-report-cuda.json" 2>&1 | grep -v USDT
+      log "live vs report on the CPU, pinned as on a 2-core box"
+      CUDA_VISIBLE_DEVICES= taskset -c 0,1 python3 benchmarks/live_vs_report.py --device cpu --batch 1 --heads 2 \
+        --seq 128 --head-dim 32 --json "$OUT/r/live-vs-report-cpu-2core.json" 2>&1 | grep -v USDT
+      ;;
     shapes)
       log "GQA and a padding mask"
       python3 -m sdpa_tui report --heads 16 --kv-heads 2 --duration 1 --json "$OUT/r/report-gqa.json"

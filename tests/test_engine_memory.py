@@ -62,9 +62,13 @@ def test_without_a_maximum_bursts_keep_their_interval():
 class Recorder:
     def __init__(self) -> None:
         self.records: list[object] = []
+        self.waiting: list[object] = []  # records the UI sent that the engine has not read
 
     def send(self, record: object) -> None:
         self.records.append(record)
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        return bool(self.waiting)
 
 
 class NoOutput:

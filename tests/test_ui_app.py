@@ -17,6 +17,7 @@ from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, KernelCapture, Ready, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
+from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
 from sdpa_tui.ui.widgets.backend_panel import BackendPanel
@@ -599,3 +600,24 @@ def test_reason_lines_wrap_in_whole_words_and_say_when_cut():
     cut = reason_lines(state, 30, 2).plain.splitlines()
     assert len(cut) == 2 and cut[-1].endswith(" …") and len(cut[-1]) <= 30
     assert " ".join(cut)[:-2] in state.reason
+async def test_the_first_number_after_a_key_is_drawn_without_waiting_for_the_redraw_timer(monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "REDRAW_INTERVAL_S", 3600.0)  # only the immediate redraw can show it
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        engine.feed(app, [Ready(H200)])
+        await pilot.press("k")  # a new configuration
+        await settle(pilot)
+        cid = engine.config.config_id
+        engine.feed(app, [BackendStatus(cid, Backend.CUDNN, "ok"), Sample(cid, Backend.CUDNN, gpu_us=9.7, eager_us=52.0)])
+        await settle(pilot, until=lambda: "52.0 µs" in widget_text(app, "#panel-cudnn"))
+        assert "52.0 µs" in widget_text(app, "#panel-cudnn")
+
+
+async def test_a_contended_host_cpu_is_said_in_the_header(monkeypatch) -> None:
+    monkeypatch.setattr(app_module, "HOST_PRESSURE_EVERY_S", 0.05)
+    app, engine, _ = make_test_app()
+    app.host_pressure_source = lambda: 42.0
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await settle(pilot, until=lambda: "CONTENDED" in widget_text(app, "#header"))
+        assert "CPU CONTENDED 42%: eager times read high" in widget_text(app, "#header")  # an H200 engine

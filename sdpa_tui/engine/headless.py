@@ -69,7 +69,8 @@ def measure(
             done = sum(_finished(session, b) for b in measured)
             if on_progress:
                 on_progress(Progress(now - start, ready_at is not None, done, len(measured), _status(session, measured)))
-            if ready_at is not None and session.dispatch and done == len(measured) and now - ready_at >= duration_s:
+            peak = workload.dtype in session.peaks or not any(s.status == "ok" for s in session.backends.values())
+            if ready_at is not None and session.dispatch and done == len(measured) and peak and now - ready_at >= duration_s:
                 return session
             if now - start > timeout_s:
                 raise EngineFailed(f"measuring took longer than {timeout_s:.0f} s; partial results are not reported")

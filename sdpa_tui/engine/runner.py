@@ -28,7 +28,7 @@ from ..core.records import (
     Shutdown,
     TracesCaptured,
 )
-from . import call_memory, clocks, dispatch, host_memory, profiler_guard, quality
+from . import call_memory, clocks, cpu_threads, dispatch, host_memory, profiler_guard, quality
 from .calls import Inputs, forced
 from .channel import Channel
 from .environment import describe, resolve_device
@@ -38,6 +38,13 @@ from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
 WARMUP_CALLS = 3
+SLICE_WARMUP_US = {"cpu": 5_000.0, "cuda": 1_000.0}
+"""Untimed calls before each slice's timed loops, about this long per device type. Between two
+slices of a backend the engine idles (``sample_interval_s``); on the CPU the thread pool's
+workers fall asleep and caches go cold meanwhile. At [1, 2, 128, 32] fp16 on a busy 2-core
+machine (2026-11-23) the live eager medians read 3-80x the headless ones without a warm-up;
+with 1 ms of it still 10-20 % high, with about 5 ms within 2 %
+(benchmarks/live_vs_report.py)."""
 RSS_CHECK_EVERY_S = 5.0
 
 _STICKY = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -68,6 +75,13 @@ def next_profile_interval(previous_s: float, config: Configure) -> float:
     return min(previous_s * 2, config.profile_every_max_s)
 
 
+def latest_configure_only(records: list[object]) -> list[object]:
+    """Drop every Configure but the last of a batch: keys pressed while the engine was busy
+    each sent one, and only the newest is still wanted (each costs a full set-up)."""
+    last = max((i for i, r in enumerate(records) if isinstance(r, Configure)), default=-1)
+    return [r for i, r in enumerate(records) if i == last or not isinstance(r, Configure)]
+
+
 class StickyCudaError(RuntimeError):
     """An error that poisons the CUDA context: the process must exit."""
 
@@ -82,6 +96,7 @@ class BackendRun:
     graph: clocks.GraphClock | None = None
     next_profile: float = 0.0
     profile_interval_s: float = 0.0
+    captured: bool = False  # had its first kernel capture (the peak waits for every backend's)
     last_sample: float = 0.0
     samples: int = 0
     peak_bytes: int | None = None
@@ -108,11 +123,14 @@ class Engine:
         # Kernel capture runs in a sibling process: this one never starts a profiler.
         self.profiler: ProfilerClient | None = None
         self._next_health = 0.0
+        self._peak_due = False  # the matmul peak of the configured dtype is still to be sent
 
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
         profiler_guard.install()
+        if self.device.type == "cpu":
+            cpu_threads.leave_a_core()  # before describe(): the header names the thread count
         self.profiler = ProfilerClient(str(self.device))
         self.channel.send(Ready(describe(self.device, notes)))
         self._flush_logs()
@@ -120,12 +138,14 @@ class Engine:
             while not self.stopping:
                 runnable = bool(self.runs) and not self.paused
                 wait = self._wait_time() if runnable else 0.5
-                for record in self.channel.receive_all(timeout=wait):
+                for record in latest_configure_only(self.channel.receive_all(timeout=wait)):
                     self._handle(record)
                 if not self.stopping and self.runs and not self.paused:
                     self._measure_next()
                     self._check_growth()
                     self._report_health()
+                if not (self.stopping or self.paused):
+                    self._send_peak_when_due()
                 self._flush_logs()
         finally:
             self.profiler.close()
@@ -181,11 +201,14 @@ class Engine:
 
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
-        self._release()
+        same_inputs = self.inputs is not None and self.config is not None and config.workload == self.config.workload
+        if not same_inputs:
+            self._release()
         self.config = config
         cid = config.config_id
         try:
-            self.inputs = Inputs.make(config.workload, self.device)
+            if not same_inputs:
+                self.inputs = Inputs.make(config.workload, self.device)
         except torch.OutOfMemoryError as exc:
             verdict = dispatch.oom(exc)
             for backend in config.enabled:
@@ -197,10 +220,18 @@ class Engine:
         measured = choice.effective if config.legacy_api else config.enabled
         self.channel.send(Dispatch(cid, choice.backend, choice.priority_order, choice.reason,
                                    choice.effective, self._dispatch_note(config, choice)))
-        self._send_peak(config.workload.dtype)
-        reference = self._reference()
-        for backend in ALL_BACKENDS:
+        for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
+            self._drop(backend)
+        reference: "torch.Tensor | str | None" = None
+        # SDPA's pick first, each backend sampled as soon as it is ready: the first number
+        # reaches the screen before the other backends are set up.
+        for backend in sorted(ALL_BACKENDS, key=lambda b: b is not choice.backend):
             self._flush_logs()
+            if backend in self.runs:  # flags changed, workload the same: its clocks are still valid
+                self.channel.send(BackendStatus(cid, backend, "ok"))
+                kept = self.runs[backend]
+                kept.last_sample, kept.samples = 0.0, 0  # a fresh number now, before any burst
+                continue
             verdict = self._eligible(backend)
             if backend not in measured or verdict.status != "ok":
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
@@ -209,12 +240,19 @@ class Engine:
             try:
                 self.runs[backend] = self._prepare(backend)
                 self.channel.send(BackendStatus(cid, backend, "ok"))
-                self._send_accuracy(backend, reference)
             except torch.OutOfMemoryError as exc:
                 self._fail(backend, dispatch.oom(exc))
+                continue
             except RuntimeError as exc:
                 self._check_sticky(exc)
                 self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+                continue
+            if not self.paused:  # paused: the device is left alone
+                self._slice(self.runs[backend])
+            if backend in self.runs:
+                reference = self._reference() if reference is None else reference
+                self._send_accuracy(backend, reference)
+        self._peak_due = True
 
     def _dispatch_note(self, config: Configure, choice: dispatch.Choice) -> str:
         if config.legacy_api and Backend.CUDNN in choice.effective:
@@ -225,6 +263,13 @@ class Engine:
                 note += "; torch's CPU dispatch does not follow the priority order"
             return note
         return ""
+
+    def _send_peak_when_due(self) -> None:
+        """The matmul peak once every backend had its first burst: full panels come first
+        (on a CPU the peak's matmuls took over a second, as long as a first burst)."""
+        if self._peak_due and all(r.captured for r in self.runs.values()) and not self.channel.poll(0):
+            self._peak_due = False
+            self._send_peak(self.config.workload.dtype)
 
     def _send_peak(self, dtype: str) -> None:
         """Measure the matmul ceiling once per dtype per engine."""
@@ -307,10 +352,13 @@ class Engine:
                                           f"({run.graph.capture_error}); timing with events"))
         return run
 
-    def _fail(self, backend: Backend, verdict: dispatch.Eligibility) -> None:
+    def _drop(self, backend: Backend) -> None:
         run = self.runs.pop(backend, None)
         if run and run.graph:
             run.graph.release()
+
+    def _fail(self, backend: Backend, verdict: dispatch.Eligibility) -> None:
+        self._drop(backend)
         self._free_memory()
         self.channel.send(BackendStatus(self.config.config_id, backend, verdict.status, verdict.reason, verdict.details))
 
@@ -344,9 +392,12 @@ class Engine:
         try:
             with forced((run.backend,)):
                 if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
+                    if self.channel.poll(0):  # a key was pressed: its Configure goes first
+                        return
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
+                self._warm_up(run)
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
                     replays = clocks.calls_for(SLICE_TARGET_US, per_replay, 50)
@@ -375,6 +426,13 @@ class Engine:
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s))
 
+    def _warm_up(self, run: BackendRun) -> None:
+        """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""
+        warm_up_us = SLICE_WARMUP_US.get(self.device.type, 1_000.0)
+        for _ in range(clocks.calls_for(warm_up_us, run.per_call_us, 50)):
+            run.step()
+        clocks.synchronize(self.device)
+
     def _profile(self, run: BackendRun, trace_path: str = "", wait: bool = False) -> KernelCapture | None:
         """A burst of ``run``'s backend in the profiler process, sent on as a KernelCapture (with
         ``error`` when the process failed). None when the process is still starting and
@@ -402,6 +460,7 @@ class Engine:
         capture = replace(capture, peak_bytes=run.peak_bytes)
         run.profile_interval_s = next_profile_interval(run.profile_interval_s, self.config)
         run.next_profile = time.monotonic() + run.profile_interval_s
+        run.captured = True
         self.channel.send(capture)
         if self._rss_baseline_mib is None:
             self._rss_baseline_mib = host_memory.rss_mib()

@@ -50,7 +50,7 @@ def environment_line(env: Environment | None) -> str:
     if env.cudnn_version:
         versions += f", cuDNN {env.cudnn_version}"
     if env.is_cpu:
-        threads = f", {env.cpu_threads} threads" if env.cpu_threads else ""
+        threads = f", {env.cpu_threads} thread{'s' if env.cpu_threads != 1 else ''}" if env.cpu_threads else ""
         return f"CPU: {env.device_name}{threads} · {versions}"
     memory = f", {env.memory_total_bytes / 2**30:.0f} GiB" if env.memory_total_bytes else ""
     return f"{env.device}: {env.device_name} (sm {env.sm}, {env.sm_count} SMs{memory}) · {versions}"

@@ -15,14 +15,16 @@ from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, TracesCaptured
+from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, Sample, TracesCaptured
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
+from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.snapshot import GpuSnapshot
 from .gpu_switching import GpuSwitching
 from .messages import EngineEvent, EngineRecords, GpuUpdate
@@ -47,6 +49,8 @@ MIN_SIZE = (60, 16)
 COMPACT_BELOW_ROWS = 36
 """Shorter terminals get one-line clocks, so each panel still names its kernel."""
 REDRAW_INTERVAL_S = 0.5
+HOST_PRESSURE_EVERY_S = 2.0
+"""How often the host's CPU pressure is read for the header (one small /proc read)."""
 """The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
 
 
@@ -111,6 +115,9 @@ class SdpaApp(GpuSwitching, App):
         self._dirty = True
         self._request_id = 0
         self._last_error = ""
+        self.host_pressure: float | None = None  # % of the last 10 s some task waited for a CPU
+        self.host_pressure_source: Callable[[], float | None] | None = None  # make_app: the kernel's PSI
+        self._numbered_config = -1  # the configuration whose first number was drawn at once
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -132,6 +139,8 @@ class SdpaApp(GpuSwitching, App):
         if self.gpu_source is not None:
             self._poller = self.gpu_source(lambda snap: self.post_message(GpuUpdate(snap)))
         self.set_interval(REDRAW_INTERVAL_S, self._redraw_if_dirty)
+        if self.host_pressure_source is not None:
+            self.set_interval(HOST_PRESSURE_EVERY_S, self._read_host_pressure)
         self.status("engine starting: the first numbers follow once torch is imported")
         self._redraw()
 
@@ -176,10 +185,21 @@ class SdpaApp(GpuSwitching, App):
                 self._replacing_engine = None
             elif isinstance(record, TracesCaptured):
                 self.snapshots.traces_captured(record)
+        if self._first_number_of_configuration(message.records):
+            self._redraw()  # the first number after a key or at start: now, not at the next tick
+            self._dirty = True  # and again at the tick, once the layout has settled (cheap: unchanged parts skip)
         errors = list(self.session.errors)  # kept in the session: snapshots export them
         if errors and errors[-1] != self._last_error:
             self._last_error = errors[-1]
             self.status(errors[-1], error=True)
+
+    def _first_number_of_configuration(self, records: list[Any]) -> bool:
+        current = self.session.config_id
+        if self._numbered_config == current or not any(
+                isinstance(r, Sample) and r.config_id == current for r in records):
+            return False
+        self._numbered_config = current
+        return True
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
@@ -207,15 +227,25 @@ class SdpaApp(GpuSwitching, App):
         self._dirty = True
 
     # -- drawing ---------------------------------------------------------------------------
+    def _read_host_pressure(self) -> None:
+        pressure = self.host_pressure_source()
+        if disturbance_note(pressure) != disturbance_note(self.host_pressure):
+            self._dirty = True
+        self.host_pressure = pressure
+
     def _redraw_if_dirty(self) -> None:
         if self._dirty:
-            self._redraw()
+            try:
+                self._redraw()
+            except NoMatches:  # a tick while the app shuts down: its widgets are already gone
+                pass
 
     def _redraw(self) -> None:
         self._dirty = False
         env = self.session.environment
         cpu = bool(env and env.is_cpu)
-        self.main_screen.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused)
+        self.main_screen.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused,
+                                                           disturbance_note(self.host_pressure, cpu or env is None))
         pick = self.session.dispatch.choice if self.session.dispatch else None
         rows = {row.backend: row for row in self.session.rows()}
         compact = self.main_screen.has_class("-compact")

@@ -44,6 +44,7 @@ from ..core.session import Session
 from ..core.workload import Workload
 from ..engine.device_engines import DeviceEngines, engine_device
 from ..engine.supervisor import EngineSupervisor
+from ..telemetry.host_cpu import cpu_pressure
 from .app import SdpaApp
 from .gpu_switching import DeviceEvent, DeviceRecords, host_gpu_source
 from .messages import EngineEvent, EngineRecords
@@ -92,6 +93,7 @@ def make_app(
     app.gpu_source = host_gpu_source(app)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib
+    app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
     if devices:  # one engine per GPU, side by side
         app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
                                    on_event=lambda i, event: app.post_message(DeviceEvent(i, event)))

@@ -13,8 +13,10 @@ from ...exports.tables import environment_line
 class EnvironmentHeader(Static):
     _shown: tuple | None = None
 
-    def show(self, env: Environment | None, workload: Workload, engine_state: str, paused: bool) -> None:
-        key = (env, workload, engine_state, paused)
+    def show(self, env: Environment | None, workload: Workload, engine_state: str, paused: bool,
+             disturbed: str = "") -> None:
+        """``disturbed``: why the numbers read high now (the host's CPUs are contended), or ""."""
+        key = (env, workload, engine_state, paused, disturbed)
         if key == self._shown:
             return
         self._shown = key
@@ -23,6 +25,9 @@ class EnvironmentHeader(Static):
         # States go first on the line: the lines are cut at the terminal's width, not wrapped.
         if paused:
             text.append("PAUSED", style="bold black on yellow")
+            text.append(" ")
+        if disturbed:
+            text.append(disturbed, style="bold black on yellow")
             text.append(" ")
         if env is None:
             text.append(engine_state or "engine starting (importing torch)…", style="yellow")

@@ -1,0 +1,132 @@
+"""How fast fresh numbers follow a key press or a start, seen in the records an in-process
+CPU engine sends (issue 12, items 6 and 7; issue 13, item 1). Nothing here is timed."""
+
+from __future__ import annotations
+
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, KernelCapture, PeakFlops, Sample, SetPaused
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.engine import clocks
+from sdpa_tui.engine.cpu_threads import timing_threads
+from sdpa_tui.engine.runner import Engine, latest_configure_only
+
+SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
+BOTH = (Backend.FLASH, Backend.MATH)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.records: list[object] = []
+        self.waiting: list[object] = []  # records the UI sent that the engine has not read
+
+    def send(self, record: object) -> None:
+        self.records.append(record)
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        return bool(self.waiting)
+
+
+class NoOutput:
+    def read_lines(self) -> list[str]:
+        return []
+
+
+def cpu_engine() -> tuple[Engine, Recorder]:
+    channel = Recorder()
+    return Engine(channel, "cpu", NoOutput()), channel
+
+
+def test_only_the_newest_configure_of_a_batch_is_set_up():
+    first, second, third = (Configure(i, SMALL, BOTH) for i in (1, 2, 3))
+    pause = SetPaused(True)
+    assert latest_configure_only([first, pause, second, third]) == [pause, third]
+    assert latest_configure_only([pause]) == [pause]
+
+
+def test_sdpa_pick_has_a_number_before_the_other_backends_are_set_up():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
+    records = channel.records
+    pick = next(r for r in records if isinstance(r, Dispatch)).choice
+    other = next(b for b in BOTH if b is not pick)
+    first_sample = next(i for i, r in enumerate(records) if isinstance(r, Sample))
+    other_ready = next(i for i, r in enumerate(records) if isinstance(r, BackendStatus) and r.backend is other)
+    assert records[first_sample].backend is pick
+    assert first_sample < other_ready
+
+
+def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.0))
+    engine._send_peak_when_due()
+    assert not any(isinstance(r, PeakFlops) for r in channel.records)
+    for _ in range(4):  # two rounds: a burst each (a sample came with the set-up), then samples
+        engine._measure_next()
+        engine._send_peak_when_due()
+    records = channel.records
+    peak = next(i for i, r in enumerate(records) if isinstance(r, PeakFlops))
+    captures = [i for i, r in enumerate(records) if isinstance(r, KernelCapture)]
+    assert len(captures) == 2 and max(captures) < peak
+
+
+def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
+    math = engine.runs[Backend.MATH]
+    engine._configure(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=0.25))
+    assert engine.runs[Backend.MATH] is math
+    assert Backend.FLASH not in engine.runs
+    assert engine._wait_time() == 0.0, "the kept backend is due for a fresh number at once"
+    engine._measure_next()
+    fresh = [r for r in channel.records if isinstance(r, Sample) and r.config_id == 2]
+    assert [r.backend for r in fresh] == [Backend.MATH]
+
+
+def test_a_new_workload_sets_every_backend_up_again():
+    engine, _ = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH))
+    math = engine.runs[Backend.MATH]
+    engine._configure(Configure(2, SMALL.with_changes(seq=64, kv_seq=64), BOTH))
+    assert engine.runs[Backend.MATH] is not math
+
+
+def test_each_slice_wakes_the_backend_before_it_is_timed(monkeypatch):
+    engine, _ = cpu_engine()
+    engine._configure(Configure(1, SMALL, (Backend.MATH,)))
+    run = engine.runs[Backend.MATH]
+    calls = []
+    step = run.step
+    run.step = lambda: (calls.append(1), step())[1]
+    before_timing = []
+    timed = clocks.eager_us
+    monkeypatch.setattr(clocks, "eager_us", lambda *a: (before_timing.append(len(calls)), timed(*a))[1])
+    run.samples = 0  # a timing slice, not a profiler burst
+    engine._slice(run)
+    assert before_timing and before_timing[0] > 0
+
+
+def test_a_due_burst_waits_while_a_key_press_is_waiting_to_be_read():
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, (Backend.MATH,), sample_interval_s=0.0))
+    channel.waiting.append(Configure(2, SMALL, BOTH))  # the UI sent it; the engine has not read it yet
+    engine._measure_next()  # the burst is due (one sample came with the set-up)
+    engine._send_peak_when_due()
+    assert not any(isinstance(r, (KernelCapture, PeakFlops)) for r in channel.records)
+    channel.waiting.clear()
+    engine._measure_next()
+    assert any(isinstance(r, KernelCapture) for r in channel.records)
+
+
+def test_on_the_cpu_the_engine_leaves_one_core_unless_the_user_chose():
+    assert timing_threads(2, None) == 1
+    assert timing_threads(64, None) == 63
+    assert timing_threads(1, None) == 1
+    assert timing_threads(2, "2") is None  # OMP_NUM_THREADS set: torch's choice stands
+
+
+def test_a_configuration_received_while_paused_takes_no_sample():
+    engine, channel = cpu_engine()
+    engine.paused = True
+    engine._configure(Configure(1, SMALL, BOTH))
+    assert set(engine.runs) == set(BOTH)
+    assert not any(isinstance(r, Sample) for r in channel.records)
