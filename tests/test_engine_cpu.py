@@ -181,6 +181,7 @@ def settled(session: Session, samples: int = 3) -> Callable[[list], bool]:
 def test_fp16_on_the_cpu(engine):
     session = engine.configure(FP16, ALL_BACKENDS)
     engine.wait(session, settled(session))
+    engine.wait(session, lambda _: session.workload.dtype in session.peaks)  # sent after the first captures
     engine.idle()
     check_cpu_session(session, ALL_BACKENDS)
 

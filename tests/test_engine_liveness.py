@@ -3,11 +3,16 @@ CPU engine sends (issue 12, items 6 and 7; issue 13, item 1). Nothing here is ti
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, KernelCapture, PeakFlops, Sample, SetPaused
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
 from sdpa_tui.engine.cpu_threads import timing_threads
+from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.runner import Engine, latest_configure_only
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
@@ -31,9 +36,30 @@ class NoOutput:
         return []
 
 
+_PROFILERS: list[ProfilerClient] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_profilers():
+    yield
+    while _PROFILERS:
+        _PROFILERS.pop().close()
+
+
 def cpu_engine() -> tuple[Engine, Recorder]:
+    """An engine driven by hand (no ``run()`` loop), with its real profiler process."""
     channel = Recorder()
-    return Engine(channel, "cpu", NoOutput()), channel
+    engine = Engine(channel, "cpu", NoOutput())
+    engine.profiler = ProfilerClient("cpu")
+    _PROFILERS.append(engine.profiler)
+    return engine, channel
+
+
+def profiler_ready(engine: Engine, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not engine.profiler.poll_ready():
+        assert time.monotonic() < deadline, "the profiler process never got ready"
+        time.sleep(0.05)
 
 
 def test_only_the_newest_configure_of_a_batch_is_set_up():
@@ -60,6 +86,7 @@ def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
     engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.0))
     engine._send_peak_when_due()
     assert not any(isinstance(r, PeakFlops) for r in channel.records)
+    profiler_ready(engine)
     for _ in range(4):  # two rounds: a burst each (a sample came with the set-up), then samples
         engine._measure_next()
         engine._send_peak_when_due()
@@ -113,6 +140,7 @@ def test_a_due_burst_waits_while_a_key_press_is_waiting_to_be_read():
     engine._send_peak_when_due()
     assert not any(isinstance(r, (KernelCapture, PeakFlops)) for r in channel.records)
     channel.waiting.clear()
+    profiler_ready(engine)
     engine._measure_next()
     assert any(isinstance(r, KernelCapture) for r in channel.records)
 
