@@ -61,13 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
         f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{report,sweep}")
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,watch}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
     _add_sweep_parser(sub)
+    sub.add_parser("watch", help="run a Python program and show its SDPA calls: sdpa-tui watch [--report calls.json] -- python x.py",
+                   add_help=False)
     return parser
 
 
@@ -140,6 +142,11 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["watch"]:  # its own parser: everything after -- belongs to the watched program
+        from .watch.cli import main as watch_main
+
+        return watch_main(argv[1:], run_ui=_run_watch_ui)
     args, workload, backends = parse(argv)
     if args.command == "report":
         from .report import run_report
@@ -152,6 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .ui.launch import run_app
 
     return run_app(args, workload, backends)
+
+
+def _run_watch_ui(watched) -> int:
+    from .ui.watch_launch import run_watch_app
+
+    return run_watch_app(watched)
 
 
 if __name__ == "__main__":
