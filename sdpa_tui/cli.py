@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_live_metrics_options(parser)
     add_devices_option(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,compare,exporter,serve}")
+    sub = parser.add_subparsers(dest="command", metavar="{report,sweep,watch,compare,exporter,serve}")
     report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
     _add_workload_options(report, inherited=True)
     add_devices_option(report, inherited=True)
@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_options(exporter, inherited=True)
     add_exporter_options(exporter)
     _add_serve_parser(sub)
+    sub.add_parser("watch", help="run a Python program and show its SDPA calls: sdpa-tui watch [--report calls.json] -- python x.py",
+                   add_help=False)
     return parser
 
 
@@ -177,6 +179,11 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["watch"]:  # its own parser: everything after -- belongs to the watched program
+        from .watch.cli import main as watch_main
+
+        return watch_main(argv[1:], run_ui=_run_watch_ui)
     args, workload, backends = parse(argv)
     if args.command == "compare":
         from .compare import run_compare
@@ -211,6 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .ui.launch import run_app
 
     return run_app(args, workload, backends)
+
+
+def _run_watch_ui(watched) -> int:
+    from .ui.watch_launch import run_watch_app
+
+    return run_watch_app(watched)
 
 
 if __name__ == "__main__":

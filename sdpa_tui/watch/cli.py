@@ -1,0 +1,83 @@
+"""``sdpa-tui watch [--report calls.json] [-m module] -- prog args``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ..exports.atomic import write_text_atomic
+from .runner import CommandError, WatchedProgram
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sdpa-tui watch",
+        description="Run a Python program and show every SDPA call signature it makes: the backend SDPA chose, "
+        "why not the others, counts, time and kernels. With --report: no UI, a table and a JSON file.",
+        usage="sdpa-tui watch [--report calls.json] [-m module | -- python script.py] [args ...]",
+    )
+    parser.add_argument("--report", metavar="PATH", help="headless: run the program, print the call table, write JSON")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    return parser
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Options before ``--`` (or before -m's module) are watch's; the rest is the program's."""
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    for i, arg in enumerate(argv):
+        if arg == "-m" and i + 1 < len(argv):
+            return argv[: i + 2], argv[i + 2:]
+    return argv, []
+
+
+def main(argv: Sequence[str], run_ui=None) -> int:
+    """``run_ui(watched) -> exit code``: the live monitor (given by the top-level CLI, above this layer)."""
+    own, program = split_argv(argv)
+    parser = build_parser()
+    args = parser.parse_args(own)
+    try:
+        watched = WatchedProgram(program, module=args.module)
+    except CommandError as exc:
+        parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
+    if args.report:
+        return run_headless(watched, args.report)
+    if run_ui is None:
+        parser.exit(EXIT_USAGE, "sdpa-tui watch: error: no live monitor here; use --report PATH\n")
+    return run_ui(watched)
+
+
+def run_headless(watched: WatchedProgram, report_path: str) -> int:
+    from rich.console import Console
+
+    from .tables import calls_table, footnotes, why_not_lines
+
+    watched.start()
+    try:
+        code = watched.wait()
+    finally:
+        watched.close()
+    report = watched.report(code)
+    console = Console(stderr=False)
+    console.print(calls_table(report))
+    for row in report.rows:
+        console.print(f"[bold]{row.signature.describe()}[/] at {row.site}: chose {row.backend or 'none'}")
+        for line in why_not_lines(row):
+            console.print(f"  why not {line}")
+    for line in footnotes(report):
+        console.print(line)
+    if report.error:
+        console.print("[red]the program raised:[/]\n" + report.error.rstrip(), markup=True, highlight=False)
+    try:
+        write_text_atomic(report_path, json.dumps(report.to_dict(), indent=2) + "\n")
+    except OSError as exc:
+        print(f"sdpa-tui watch: error: could not write {report_path}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    console.print(f"wrote {report_path}")
+    return code if code >= 0 else 128 - code

@@ -1,0 +1,78 @@
+"""Where an SDPA call comes from: the first frame outside the libraries, and the nn.Module path.
+
+Computed on a signature's first call only (walking frames costs microseconds).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+
+import torch
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (torch.__file__, os.path.dirname(__file__))
+)
+_LIBRARY_NAMES = ("transformers", "accelerate", "diffusers", "timm", "runpy", "peft")
+
+
+def _is_library(filename: str) -> bool:
+    if filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
+        return True
+    parts = filename.replace("\\", "/").split("/")
+    return any(name in parts for name in _LIBRARY_NAMES)
+
+
+def call_site(frame: FrameType | None) -> str:
+    """``file:line`` of the first frame outside torch, sdpa-tui and the model libraries."""
+    first_seen = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if first_seen is None:
+            first_seen = frame
+        if not _is_library(os.path.abspath(filename) if not filename.startswith("<") else filename):
+            return f"{_short_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    if first_seen is not None:
+        return f"{_short_path(first_seen.f_code.co_filename)}:{first_seen.f_lineno}"
+    return "?"
+
+
+def _short_path(filename: str) -> str:
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return rel if not rel.startswith(".." + os.sep + ".." + os.sep) else filename
+
+
+def module_path(frame: FrameType | None) -> str | None:
+    """``model.layers.3.self_attn``: the innermost nn.Module on the stack, named from the outermost.
+
+    The name is the one ``named_modules()`` of the outermost module on the stack gives, with the
+    outermost module's class in front (``LlamaForCausalLM:model.layers.0.self_attn``).
+    """
+    modules: list[torch.nn.Module] = []
+    while frame is not None:
+        owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames[:1] else None
+        if isinstance(owner, torch.nn.Module) and (not modules or modules[-1] is not owner):
+            modules.append(owner)
+        frame = frame.f_back
+    if not modules:
+        return None
+    inner, root = modules[0], modules[-1]
+    if inner is root:
+        return type(root).__name__
+    for name, module in root.named_modules():
+        if module is inner:
+            return f"{type(root).__name__}:{name}"
+    return f"{type(root).__name__}:…{type(inner).__name__}"
+
+
+def caller_frame(depth: int) -> FrameType | None:
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return None

@@ -1,0 +1,329 @@
+"""The in-process probe: ``torch.nn.functional.scaled_dot_product_attention`` rebound to a thin wrapper.
+
+Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, flags),
+one dict lookup, one increment. Every ``TIME_EVERY``-th call of a signature (and its first
+few) is timed: CUDA events read later on the background thread (no sync on the hot path), or
+the host clock on the CPU. A signature's first call also finds its call site, module path,
+chosen backend and why-not reasons. Under ``torch.compiler.is_compiling()`` the wrapper only
+forwards (no graph break). A background thread sends the state to the parent twice a second.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from dataclasses import replace
+
+import torch
+from torch.autograd.profiler import record_function
+
+from ..core.watched_calls import CPU_KERNELS_NOTE, CallSignature, CallStats, ProcessState
+from . import choice, origin
+from .bursts import RANGE_PREFIX, KernelBursts, read_profile
+from .channel import StateSender
+
+TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
+TIME_FIRST = 8
+MAX_SAMPLES = 256
+SEND_EVERY_S = 0.5
+
+
+class _Entry:
+    __slots__ = ("count", "stats", "index", "cuda")
+
+    def __init__(self, stats: CallStats, index: int, cuda: bool) -> None:
+        self.count = 0
+        self.stats = stats
+        self.index = index
+        self.cuda = cuda
+
+
+class Probe:
+    def __init__(self, sender: StateSender | None) -> None:
+        self.sender = sender
+        self.table: dict[tuple, _Entry] = {}
+        self.entries: list[_Entry] = []
+        self.pending: deque = deque()
+        self.special = False  # a burst is due or running: calls take the slow path
+        self.priority_generation = 0
+        self.compiled: list[str] = []
+        self.compiled_kernels: list[str] = []
+        self.bursts = KernelBursts()
+        self.original = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._thread_pid = -1
+        self._stop = threading.Event()
+        self._last_sent: tuple | None = None
+        self.error = ""
+
+    # -- the slow path -----------------------------------------------------------------------
+    def first_call(self, key, q, k, v, mask, dropout_p, causal, scale, gqa) -> _Entry:
+        with self._lock:
+            entry = self.table.get(key)
+            if entry is not None:
+                return entry
+            flags = tuple(name for name, on in zip(
+                ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), key[11:15]) if on)
+            signature = CallSignature(
+                q_shape=tuple(q.shape), kv_shape=tuple(k.shape), dtype=str(q.dtype), device=str(q.device),
+                mask="none" if mask is None else ("bool" if mask.dtype == torch.bool else "float"),
+                mask_shape=None if mask is None else tuple(mask.shape), causal=bool(causal),
+                dropout_p=float(dropout_p), scale=scale, gqa=bool(gqa), grad=bool(key[10]),
+                flags=flags,
+            )
+            frame = origin.caller_frame(2)
+            stats = CallStats(signature, site=origin.call_site(frame), module=origin.module_path(frame))
+            try:
+                stats.backend, stats.choice_error = choice.chosen_backend(q, k, v, mask, dropout_p, causal, scale, gqa)
+                stats.why_not = choice.why_not(stats.backend, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
+            except Exception as exc:  # noqa: BLE001 - explaining must never break the program
+                stats.choice_error = f"sdpa-tui could not ask torch: {exc}"
+            # Torch sets its default priority order at the first choice in the process: read it after.
+            stats.signature = replace(signature, priority=choice.priority_order())
+            entry = _Entry(stats, len(self.entries), q.device.type == "cuda")
+            self.entries.append(entry)
+            self.table[key] = entry
+            if entry.cuda:
+                self.bursts.arm()
+            self._ensure_thread()
+            return entry
+
+    def slow_call(self, key, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
+        if entry is None:
+            entry = self.first_call(key, q, k, v, mask, dropout_p, causal, scale, gqa)
+        entry.count += 1
+        if self.special:
+            self.burst_tick()
+            if self.bursts.active:
+                self.bursts.calls += 1
+                with record_function(f"{RANGE_PREFIX}{entry.index}"):
+                    return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
+
+    def timed_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
+        if entry.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+            end.record()
+            self.pending.append((entry, start, end))
+            return out
+        t0 = time.perf_counter_ns()
+        out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        samples = entry.stats.host_us
+        samples.append((time.perf_counter_ns() - t0) / 1e3)
+        if len(samples) > MAX_SAMPLES:
+            del samples[: len(samples) - MAX_SAMPLES]
+        return out
+
+    def burst_tick(self) -> None:
+        """On the calling thread: start a due burst, stop a finished one."""
+        bursts = self.bursts
+        if bursts.active:
+            if bursts.should_stop():
+                bursts.stop()
+                self.special = bursts.due
+        elif bursts.due:
+            bursts.start()
+            self.special = bursts.active
+        else:
+            self.special = False
+
+    # -- the background thread ---------------------------------------------------------------
+    def _ensure_thread(self) -> None:
+        if self._thread_pid == os.getpid():
+            return
+        self._thread_pid = os.getpid()
+        self._thread = threading.Thread(target=self._run, name="sdpa-tui-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(SEND_EVERY_S):
+            try:
+                self.collect()
+                if self.bursts.poll():
+                    self.special = True
+                self.send()
+            except Exception:  # noqa: BLE001 - the probe never takes the program down
+                pass
+
+    def collect(self, wait: bool = False) -> None:
+        """Read finished CUDA events and finished profiler bursts."""
+        while self.pending:
+            entry, start, end = self.pending[0]
+            if not wait and not end.query():
+                break
+            self.pending.popleft()
+            if wait:
+                end.synchronize()
+            samples = entry.stats.gpu_us
+            samples.append(start.elapsed_time(end) * 1e3)
+            if len(samples) > MAX_SAMPLES:
+                del samples[: len(samples) - MAX_SAMPLES]
+        while self.bursts.finished:
+            per_signature, compiled = read_profile(self.bursts.finished.pop(0))
+            for index, names in per_signature.items():
+                if index < len(self.entries):
+                    kernels = self.entries[index].stats.kernels
+                    kernels.extend(n for n in names if n not in kernels)
+            self.compiled_kernels.extend(n for n in compiled if n not in self.compiled_kernels)
+
+    def state(self, final: bool = False) -> ProcessState:
+        calls = []
+        for entry in list(self.entries):
+            stats = entry.stats
+            calls.append(CallStats(
+                stats.signature, entry.count, stats.site, stats.module, stats.backend, stats.choice_error,
+                dict(stats.why_not), list(stats.gpu_us), list(stats.host_us), list(stats.kernels),
+            ))
+        cuda_seen = any(e.cuda for e in self.entries)
+        note = "" if cuda_seen or not self.entries else CPU_KERNELS_NOTE
+        return ProcessState(
+            pid=os.getpid(), calls=calls, compiled=list(self.compiled), compiled_kernels=list(self.compiled_kernels),
+            kernels_note=note, final=final, error=self.error, time_s=time.time(),
+        )
+
+    def send(self, final: bool = False) -> None:
+        if self.sender is None:
+            return
+        fingerprint = (tuple(e.count for e in self.entries), sum(len(e.stats.gpu_us) + len(e.stats.kernels)
+                       for e in self.entries), len(self.compiled), len(self.compiled_kernels), self.error)
+        if not final and fingerprint == self._last_sent:
+            return
+        self._last_sent = fingerprint
+        self.sender.send(self.state(final))
+
+    def finish(self, error: str = "") -> None:
+        """At the program's end (or crash): last burst stopped, events read, the final state sent."""
+        self.error = error
+        try:
+            if self.bursts.active:
+                self.bursts.stop()
+            self.collect(wait=True)
+        except Exception:  # noqa: BLE001
+            pass
+        self.send(final=True)
+
+    def after_fork_in_child(self) -> None:
+        """A forked child counts its own calls, on its own connection and thread."""
+        self._lock = threading.Lock()
+        self.table = {}
+        self.entries = []
+        self.pending = deque()
+        self.bursts = KernelBursts()
+        self.special = False
+        self._thread_pid = -1
+        self._stop = threading.Event()
+        self._last_sent = None
+        if self.sender is not None:
+            self.sender.reset_after_fork()
+
+
+def make_wrapper(original, probe: Probe):
+    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``."""
+    table = probe.table
+    is_compiling = torch.compiler.is_compiling
+    grad_enabled = torch.is_grad_enabled
+    c = torch._C
+    flash, efficient, math, cudnn = (c._get_flash_sdp_enabled, c._get_mem_efficient_sdp_enabled,
+                                     c._get_math_sdp_enabled, c._get_cudnn_sdp_enabled)
+    mask_bits = TIME_EVERY - 1
+
+    def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                     scale=None, enable_gqa=False):
+        if is_compiling():
+            return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        nonlocal table
+        try:
+            signature = (
+                query.shape, key.shape, value.shape, query.dtype, query.device,
+                None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
+                is_causal, dropout_p, scale, enable_gqa,
+                grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
+                flash(), efficient(), math(), cudnn(), probe.priority_generation,
+            )
+            if probe.table is not table:  # replaced after a fork
+                table = probe.table
+            entry = table.get(signature)
+        except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
+            return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        if entry is None or probe.special:
+            return probe.slow_call(signature, entry, original, query, key, value, attn_mask, dropout_p, is_causal,
+                                   scale, enable_gqa)
+        count = entry.count = entry.count + 1
+        if count & mask_bits == 0 or count <= TIME_FIRST:
+            return probe.timed_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                    enable_gqa)
+        return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+    scaled_dot_product_attention.__doc__ = original.__doc__
+    scaled_dot_product_attention.__wrapped__ = original
+    return scaled_dot_product_attention
+
+
+def _watch_priority(probe: Probe) -> None:
+    """Bump a generation when the priority order is set, so it is part of a call's key."""
+    setter = getattr(torch._C, "_set_sdp_priority_order", None)
+    if setter is None:
+        return
+
+    def set_priority_order(order):
+        probe.priority_generation += 1
+        return setter(order)
+
+    torch._C._set_sdp_priority_order = set_priority_order
+
+
+def _watch_compile(probe: Probe) -> None:
+    """Record what ``torch.compile`` is given; compiled modules get burst hooks (their calls skip the wrapper)."""
+    compile_ = torch.compile
+
+    def compile(model=None, **kwargs):  # noqa: A001 - torch's name
+        if model is None:  # used as @torch.compile(...)
+            return lambda fn: compile(fn, **kwargs)
+        name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
+        probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
+        compiled = compile_(model, **kwargs)
+        if isinstance(compiled, torch.nn.Module):
+            compiled.register_forward_pre_hook(lambda *_: _compiled_tick(probe))
+            compiled.register_forward_hook(lambda *_: _compiled_tick(probe))
+        return compiled
+
+    compile.__doc__ = compile_.__doc__
+    compile.__wrapped__ = compile_
+    torch.compile = compile
+
+
+def _compiled_tick(probe: Probe) -> None:
+    if torch.cuda.is_initialized():
+        probe.bursts.arm()
+        probe._ensure_thread()
+    if probe.special:
+        probe.burst_tick()
+        if probe.bursts.active:
+            probe.bursts.calls += 1
+
+
+def install(sender: StateSender | None) -> Probe:
+    """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
+    import torch.nn.functional as F
+
+    probe = Probe(sender)
+    probe.original = F.scaled_dot_product_attention
+    F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
+    _watch_priority(probe)
+    _watch_compile(probe)
+    os.register_at_fork(after_in_child=probe.after_fork_in_child)
+    return probe
+
+
+def format_exception(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+__all__ = ["Probe", "install", "make_wrapper", "format_exception", "sys"]

@@ -1,0 +1,145 @@
+"""``sdpa-tui watch`` on the CPU: real programs run watched, their reports and outputs checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui.core.watched_calls import CallSignature, CallStats, ProcessState, build_report, lab_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "tests" / "watch_programs"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def watch(tmp_path: Path, *program: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "calls.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--", *program],
+        capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+    )
+    return proc, json.loads(report.read_text()) if report.exists() else {}
+
+
+def plain(*program: str) -> str:
+    return subprocess.run(list(program), capture_output=True, text=True, timeout=240, env=ENV, cwd=ROOT,
+                          check=True).stdout
+
+
+def test_shapes_report_names_backend_and_reasons(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "shapes.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert report["schema_version"] == 1 and report["exit_code"] == 0
+    calls = report["calls"]
+    by = {(tuple(c["kv_shape"]), c["mask"]["kind"], c["causal"], c["dropout_p"], tuple(c["flags"])): c for c in calls}
+    assert len(calls) == 5
+    gqa = next(c for c in calls if c["gqa"])
+    assert gqa["count"] == 5 and gqa["kv_shape"] == [2, 2, 16, 32] and gqa["backend"] == "FLASH_ATTENTION"
+    assert gqa["site"].endswith("shapes.py:17") and gqa["gpu_us"] is None and gqa["kernels"] == []
+    assert "no CPU implementation" in gqa["why_not"]["CUDNN_ATTENTION"]
+    dropout = next(c for c in calls if c["dropout_p"] == 0.5)
+    assert dropout["backend"] == "MATH" and "dropout" in dropout["why_not"]["FLASH_ATTENTION"]
+    forced = next(c for c in calls if c["flags"] == ["MATH"])
+    assert forced["count"] == 2 and forced["backend"] == "MATH"
+    assert "flag is off" in forced["why_not"]["FLASH_ATTENTION"]
+    assert {c["mask"]["kind"] for c in calls} == {"none", "bool", "float"}
+    assert sum(c["share"] for c in calls) == pytest.approx(1.0)
+    assert report["kernels_note"] == "no GPU kernels on the CPU"
+    assert len(by) == 5
+
+
+def test_outputs_bitwise_identical_with_and_without_watch(tmp_path):
+    program = (sys.executable, str(PROGRAMS / "shapes.py"))
+    proc, _ = watch(tmp_path, *program)
+    assert proc.stdout.splitlines()[0] == plain(*program).strip()
+
+
+def test_transformers_llama_and_gpt2_watched_bitwise_identical(tmp_path):
+    pytest.importorskip("transformers")
+    program = (sys.executable, str(PROGRAMS / "hf_models.py"))
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == plain(*program).strip()
+    calls = report["calls"]
+    llama_gqa = [c for c in calls if c["gqa"] and c["causal"]]
+    assert llama_gqa and llama_gqa[0]["module"].startswith("LlamaForCausalLM:model.layers.")
+    assert any(c["grad"] for c in calls), "the training steps record autograd"
+    padded = [c for c in calls if c["mask"]["kind"] == "bool"]
+    assert padded and not padded[0]["causal"], "a padded batch sends a mask, not is_causal"
+    assert any(c["module"] and c["module"].startswith("GPT2LMHeadModel:") for c in calls)
+    assert all("site" in c and c["backend"] for c in calls)
+
+
+def test_threads_dataloader_multiprocessing_fork_keep_working(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "concurrency.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "ok threads=4 batches=4 pool=3 fork=1" in proc.stdout
+    assert sum(c["count"] for c in report["calls"]) >= 4 + 4  # the threads' and the loader's calls
+
+
+def test_crash_keeps_calls_traceback_and_exit_code(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "crash.py"))
+    assert proc.returncode == 1
+    assert report["exit_code"] == 1
+    assert report["calls"][0]["count"] == 2
+    assert "crashed on purpose" in report["error"] and "crash.py" in report["error"]
+    assert "crashed on purpose" in proc.stderr  # the program's own stderr stays its own
+
+
+def test_sigint_stops_program_and_its_children(tmp_path):
+    report = tmp_path / "calls.json"
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--", sys.executable,
+         str(PROGRAMS / "sleeper.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+    )
+    child_pid = None
+    for line in parent.stdout:
+        if line.startswith("child "):
+            child_pid = int(line.split()[1])
+        if line.strip() == "ready":
+            break
+    time.sleep(1)
+    parent.send_signal(signal.SIGINT)
+    parent.wait(60)
+    assert child_pid is not None
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child_pid, 0)
+    data = json.loads(report.read_text())
+    assert data["calls"][0]["count"] == 1 and "stopped by Ctrl+C" in data["notes"]
+
+
+def test_not_python_is_refused_with_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "watch", "--report", str(tmp_path / "x.json"), "--",
+                           "ls"], capture_output=True, text=True, env=ENV, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Python programs" in proc.stderr
+
+
+def test_rows_merge_processes_and_share_time():
+    sig = CallSignature((2, 8, 64, 32), (2, 2, 64, 32), "torch.bfloat16", "cuda:0", causal=True, gqa=True)
+    other = CallSignature((2, 8, 1, 32), (2, 2, 64, 32), "torch.bfloat16", "cuda:0", gqa=True)
+    states = [
+        ProcessState(1, [CallStats(sig, count=30, gpu_us=[10.0, 12.0, 11.0]), CallStats(other, count=10, gpu_us=[30.0])]),
+        ProcessState(2, [CallStats(sig, count=10, gpu_us=[11.0])]),
+    ]
+    report = build_report(["x.py"], 0, [ProcessState.from_dict(s.to_dict()) for s in states], 4.0).to_dict()
+    first, second = report["calls"]
+    assert first["count"] == 40 and first["pids"] == [1, 2] and first["gpu_us"] == 11.0
+    assert first["share"] == pytest.approx(440 / 740) and first["calls_per_s"] == 10.0
+    assert second["share"] == pytest.approx(300 / 740)
+
+
+def test_lab_workload_from_a_call():
+    sig = CallSignature((2, 8, 128, 64), (2, 2, 128, 64), "torch.float16", "cuda:0", mask="bool",
+                        mask_shape=(2, 1, 128, 128), gqa=True, grad=True)
+    workload, differences = lab_workload(sig)
+    assert (workload.heads, workload.kv_heads, workload.mask, workload.direction) == (8, 2, "padding", "fwd+bwd")
+    assert differences and "bool mask" in differences[0]
