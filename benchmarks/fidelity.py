@@ -210,7 +210,7 @@ def run(args) -> int:
         console.print(f"[{n}] {note}", markup=False, highlight=False)
 
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": command_line(argv),
+    report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": command_line(args.argv),
               "versions": {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn,
                            "gpu": torch.cuda.get_device_name(0)},
               "engine_environment": dataclasses.asdict(env) if env else None,
@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--repeats, --profile-calls, --graph-calls and --duration must be positive")
     except ValueError as exc:
         p.exit(2, f"fidelity: error: {exc}\n")
+    args.argv = argv  # for the result's command line
     return run(args)
 
 

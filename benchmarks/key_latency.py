@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import platform
 import statistics
 import sys
 import time
@@ -29,7 +28,7 @@ from typing import Any
 
 from live_app import (SIZE, REPO, ScreenClock, add_workload_options, cpu_percent, load_average, make_live_app,
                       workload_of)
-from recorded import command_line
+from recorded import run_header
 
 KEYS = ("f", "f", "plus", "minus")
 """One round: Flash off, on again; the sequence length doubled, halved again."""
@@ -120,11 +119,7 @@ def main(argv: list[str] | None = None) -> int:
           f"load average before {load_before}, after {load_average()}")
 
     result = {
-        "date": started.isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "command": command_line(argv),
-        "python": platform.python_version(),
-        "device": args.device,
+        **run_header(started, argv, args.device),
         "workload": workload_of(args).describe(),
         "load_average_before": load_before,
         "load_average_after": load_average(),

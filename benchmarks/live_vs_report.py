@@ -18,13 +18,12 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import platform
 import sys
 import time
 from typing import Any
 
 from live_app import SIZE, REPO, add_workload_options, cpu_percent, load_average, make_live_app, workload_of
-from recorded import command_line
+from recorded import run_header
 
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.telemetry.host_cpu import cpu_pressure
@@ -111,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{live_result['cpu_pressure_after_percent']} / {second['cpu_pressure_after_percent']}")
 
     result = {
-        "date": started.isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "command": command_line(argv),
-        "python": platform.python_version(),
-        "device": args.device,
+        **run_header(started, argv, args.device),
         "workload": workload_of(args).describe(),
         "load_average_before": load_before,
         "load_average_after": load_average(),

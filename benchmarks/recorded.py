@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import platform
 import sys
 from pathlib import Path
 
@@ -20,3 +22,15 @@ def _without_directories(arg: str) -> str:
     if Path(value).is_absolute():
         value = Path(value).name
     return f"{flag}{eq}{value}"
+
+
+def run_header(started: dt.datetime, argv: list[str] | None, device: str) -> dict:
+    """The fields every benchmark result starts with: when, where (the host's name, no path),
+    how it was run, and on which device."""
+    return {
+        "date": started.isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "command": command_line(argv),
+        "python": platform.python_version(),
+        "device": device,
+    }

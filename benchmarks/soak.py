@@ -25,7 +25,6 @@ import csv
 import datetime as dt
 import json
 import os
-import platform
 import signal
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from sdpa_tui.core.records import ENGINE_MEMORY_MIB  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
-from recorded import command_line  # noqa: E402
+from recorded import run_header  # noqa: E402
 
 SIZE = (120, 40)
 FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")
@@ -346,11 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         REPO / "benchmarks" / "results" / f"soak-{args.device.replace(':', '')}-{started.date()}")
     base.parent.mkdir(parents=True, exist_ok=True)
     result = {
-        "date": started.isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "command": command_line(argv),
-        "python": platform.python_version(),
-        "device": args.device,
+        **run_header(started, argv, args.device),
         "settings": {k: v for k, v in vars(args).items() if k != "out"},
         "gpu_memory_source": soak.gpu.why or "NVML compute processes",
         "key_presses": soak.flips,

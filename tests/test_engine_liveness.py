@@ -14,26 +14,10 @@ from sdpa_tui.engine import clocks
 from sdpa_tui.engine.cpu_threads import timing_threads
 from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.runner import Engine, latest_configure_only
+from engine_fakes import NoOutput, Recorder
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 BOTH = (Backend.FLASH, Backend.MATH)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.records: list[object] = []
-        self.waiting: list[object] = []  # records the UI sent that the engine has not read
-
-    def send(self, record: object) -> None:
-        self.records.append(record)
-
-    def poll(self, timeout: float = 0.0) -> bool:
-        return bool(self.waiting)
-
-
-class NoOutput:
-    def read_lines(self) -> list[str]:
-        return []
 
 
 _PROFILERS: list[ProfilerClient] = []

@@ -16,6 +16,7 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import host_memory, profiler_guard, profiling, runner
 from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.runner import Engine, next_profile_interval
+from engine_fakes import NoOutput, Recorder
 
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
@@ -59,21 +60,6 @@ def test_without_a_maximum_bursts_keep_their_interval():
 
 
 # ------------------------------------------------------------------ replacing a grown engine
-class Recorder:
-    def __init__(self) -> None:
-        self.records: list[object] = []
-        self.waiting: list[object] = []  # records the UI sent that the engine has not read
-
-    def send(self, record: object) -> None:
-        self.records.append(record)
-
-    def poll(self, timeout: float = 0.0) -> bool:
-        return bool(self.waiting)
-
-
-class NoOutput:
-    def read_lines(self) -> list[str]:
-        return []
 
 
 @pytest.fixture
