@@ -197,7 +197,7 @@ def host_gpu_source(app: Any, interval: float = NVML_INTERVAL_S) -> Callable[[Ca
             app.post_message(HostGpusUpdate(host))
             index = app.watched_gpu
             if index is None:
-                deliver(GpuSnapshot.unavailable("--device cpu: no GPU is watched"))
+                deliver(GpuSnapshot.unavailable("on the CPU: no GPU is watched"))
             else:
                 deliver(host.get(index) or GpuSnapshot.unavailable(host.reason or f"NVML has no GPU {index}", index))
 
