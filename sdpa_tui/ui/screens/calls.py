@@ -23,7 +23,7 @@ LOG_LINES = 2000
 class CallsScreen(Screen):
     DEFAULT_CSS = """
     CallsScreen { layout: vertical; }
-    #watch-banner { height: auto; max-height: 5; padding: 0 1; background: $panel; }
+    #watch-banner { height: auto; max-height: 8; padding: 0 1; background: $panel; }
     #watch-banner.-failed { background: $error 30%; }
     #calls-table { height: 2fr; min-height: 5; }
     #calls-lower { height: 3fr; min-height: 8; }
@@ -92,7 +92,7 @@ class CallsScreen(Screen):
         text = f"watching {self.program} · {program_state(report, exit_code, stopped)}\noutput: {self.log_path}"
         failed = exit_code not in (None, 0) and not stopped
         if report.error:
-            text += "\nthe program raised:\n" + traceback_tail(report.error)
+            text += "\n" + traceback_tail(report.error)
         elif failed:
             text += " (its last lines are in the output pane)"
         if text != self._banner:
