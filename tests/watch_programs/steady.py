@@ -1,4 +1,7 @@
-"""SDPA calls at three shapes for a while (``steady.py SECONDS``, default 30), a line of output a second."""
+"""SDPA calls at three shapes for a while, a line of output a second.
+
+    steady.py [SECONDS (30)] [DEVICE (cpu)]     fp16 on a GPU, fp32 on the CPU
+"""
 
 import sys
 import time
@@ -7,11 +10,13 @@ import torch
 import torch.nn.functional as F
 
 seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
+device = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+on = dict(device=device, dtype=torch.float32 if device == "cpu" else torch.float16)
 torch.manual_seed(0)
-q = torch.randn(2, 8, 64, 32)
-kv = torch.randn(2, 2, 64, 32)
-decode = torch.randn(2, 8, 1, 32)
-mask = torch.rand(2, 1, 64, 64) > 0.1
+q = torch.randn(2, 8, 64, 32, **on)
+kv = torch.randn(2, 2, 64, 32, **on)
+decode = torch.randn(2, 8, 1, 32, **on)
+mask = torch.rand(2, 1, 64, 64, device=device) > 0.1
 end = time.monotonic() + seconds
 step = 0
 next_line = time.monotonic()

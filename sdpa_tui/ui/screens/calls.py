@@ -76,7 +76,7 @@ class CallsScreen(Screen):
             for key, values in cells.items():
                 for column, value in values.items():
                     if self._cells[key][column] != value:
-                        table.update_cell(key, column, self._cell(column, value))
+                        table.update_cell(key, column, self._cell(column, value), update_width=True)
         else:
             selected = self.selected_key()
             table.clear()
