@@ -83,6 +83,10 @@ log() { echo "=== $*"; }
       log "screenshots"; python3 scripts/screenshots.py --device cuda --out "$OUT/r/shots" --tag "$gpu_tag"
       log "ui live benchmark"; python3 benchmarks/ui_live.py --device cuda --seconds 20 --json "$OUT/r/ui-live-cuda.json"
       ;;
+    watch-ui)
+      log "watch UI: a CUDA program watched live, the Calls view and the lab after t (about 2 minutes)"
+      python3 scripts/watch_screenshots.py --device cuda --out "$OUT/r/shots" --tag "$gpu_tag"
+      ;;
     soak)
       log "soak: the live app for 8 minutes, flipping flags and workloads"
       python3 benchmarks/soak.py --device cuda --minutes 8 --out "$OUT/r/soak-cuda"

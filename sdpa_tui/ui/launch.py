@@ -78,9 +78,11 @@ def make_app(
     priority: tuple[Backend, ...] = (),
     engine_memory_mib: float = ENGINE_MEMORY_MIB,
     devices: tuple[int, ...] | None = None,
+    app_class: type[LiveApp] | None = None,
 ) -> SdpaApp:
     """The real app: an engine process for ``device`` (or one per GPU in ``devices``, side by
-    side) and an NVML poller for every GPU of the host."""
+    side) and an NVML poller for every GPU of the host. ``app_class``: a :class:`LiveApp`
+    subclass (``sdpa-tui watch``'s)."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
     # sys.stderr's descriptor: start it now, while sys.stderr is the real one (a running
     # Textual app replaces it with an object that has none).
@@ -89,7 +91,7 @@ def make_app(
     session.legacy_api = legacy_api
     if devices:
         device = engine_device(devices[0])
-    app = LiveApp(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
+    app = (app_class or LiveApp)(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
     app.gpu_source = host_gpu_source(app)
     app.priority = priority
     app.recycle_growth_mib = engine_memory_mib

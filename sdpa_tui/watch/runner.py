@@ -64,6 +64,17 @@ class WatchedProgram:
         self.started = 0.0
         self.ended: float | None = None
         self.interrupted = False
+        self._extra_env: dict[str, str] = {}
+
+    def log_to(self, log) -> None:
+        """The live UI's way: stdout and stderr into ``log`` (a file), unbuffered so it can be tailed;
+        stdin from /dev/null (the UI owns the terminal), so the program gets its own process group."""
+        self._out = self._err = log
+        self._in = subprocess.DEVNULL
+        self._extra_env = {"PYTHONUNBUFFERED": "1"}
+
+    def running(self) -> bool:
+        return self.process is not None and self.poll() is None
 
     def _on_state(self, state: ProcessState) -> None:
         with self._lock:
@@ -76,6 +87,7 @@ class WatchedProgram:
     def start(self) -> None:
         self.listener = StateListener(self._on_state)
         env = dict(os.environ)
+        env.update(self._extra_env)
         env[SOCKET_ENV] = self.listener.path
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
         stdin = self._in if self._in is not None else None
@@ -141,9 +153,10 @@ class WatchedProgram:
             pass
 
     def close(self) -> None:
+        """Stop the program if it still runs, and end whatever it left in its process group."""
         if self.process is not None and self.process.poll() is None:
             self.stop()
-            self._finish_group()
+        self._finish_group()
         if self.listener:
             self.listener.close()
 

@@ -1,0 +1,84 @@
+"""Screenshots of ``sdpa-tui watch``: a real program watched, its Calls view, then the lab after ``t``.
+
+    python3 scripts/watch_screenshots.py --device cuda --out screenshots/ --tag h100
+
+Runs tests/watch_programs/steady.py on ``--device`` under the real app (the real lab engine),
+waits until its calls have times (and, on a GPU, kernels), saves the Calls view, presses ``t``
+on the busiest call, waits for the lab's numbers and saves the lab. Quitting stops both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sdpa_tui.ui.watch_launch import make_watch_app  # noqa: E402
+from sdpa_tui.watch.runner import WatchedProgram  # noqa: E402
+
+
+async def wait_until(check, timeout: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.25)
+    return False
+
+
+async def shoot(device: str, out: Path, tag: str, size: tuple[int, int]) -> list[Path]:
+    log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "steady.log")
+    watched = WatchedProgram([sys.executable, str(ROOT / "tests/watch_programs/steady.py"), "90", device])
+    saved = []
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path, device)
+        async with app.run_test(size=size) as pilot:
+            gpu = device != "cpu"
+
+            def calls_ready() -> bool:
+                rows = list(app.calls.rows.values()) if app.calls else []
+                return len(rows) == 3 and all(r.time_us is not None and (r.kernels or not gpu) for r in rows)
+
+            if not await wait_until(calls_ready, 120):
+                print("warning: the calls did not all get times/kernels within 120 s", file=sys.stderr)
+            await pilot.pause(2.0)
+            saved.append(Path(app.save_screenshot(f"watch-calls-{tag}.svg", str(out))))
+            await pilot.press("t")
+            session = app.session
+
+            def lab_ready() -> bool:
+                states = [session.backends[b] for b in session.enabled]
+                return session.environment is not None and all(
+                    s.status in ("not_eligible", "error", "oom", "disabled") or len(s.eager) >= 8 for s in states)
+
+            if not await wait_until(lab_ready, 120):
+                print("warning: the lab had no full set of numbers within 120 s", file=sys.stderr)
+            await pilot.pause(1.0)
+            saved.append(Path(app.save_screenshot(f"watch-lab-{tag}.svg", str(out))))
+            await pilot.press("q")
+    return saved
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument("--tag", default="gpu")
+    parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    width, height = (int(x) for x in args.size.split("x"))
+    for path in asyncio.run(shoot(args.device, args.out, args.tag, (width, height))):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

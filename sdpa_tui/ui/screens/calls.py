@@ -1,0 +1,151 @@
+"""The Calls view of ``sdpa-tui watch``: one row per SDPA call signature of the watched program,
+the selected call in full, and the program's output.
+
+The screen only draws: the app polls the program and hands each new report to :meth:`show`.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Log, Static
+
+from ...core.watched_calls import CallRow, CallSignature, WatchReport
+from ..call_rows import COLUMNS, RIGHT_ALIGNED, detail_lines, program_state, table_cells, traceback_tail
+from .help import HelpScreen
+
+LOG_LINES = 2000
+
+
+class CallsScreen(Screen):
+    DEFAULT_CSS = """
+    CallsScreen { layout: vertical; }
+    #watch-banner { height: auto; max-height: 8; padding: 0 1; background: $panel; }
+    #watch-banner.-failed { background: $error 30%; }
+    #calls-table { height: 2fr; min-height: 5; }
+    #calls-lower { height: 3fr; min-height: 8; }
+    #call-detail-box { width: 3fr; border: round $primary; border-title-style: bold; }
+    #call-detail { padding: 0 1; }
+    #program-log { width: 2fr; border: round $secondary; border-title-style: bold; }
+    """
+    BINDINGS = [
+        Binding("t", "try_in_lab", "Try in lab", tooltip="measure the selected call's shape with every backend in the four-panel lab"),
+        Binding("a", "show_lab", "Lab", tooltip="show the four-panel lab without changing its workload"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, program: str, log_path: str) -> None:
+        super().__init__(id="calls")
+        self.program = program
+        self.log_path = log_path
+        self.rows: dict[str, CallRow] = {}
+        self.report: WatchReport | None = None
+        self._keys: dict[CallSignature, str] = {}
+        self._order: list[str] = []
+        self._cells: dict[str, dict[str, str]] = {}
+        self._banner = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"watching {self.program} · starting", id="watch-banner")
+        table = DataTable(id="calls-table", cursor_type="row", zebra_stripes=True)
+        for key, heading in COLUMNS:
+            table.add_column(Text(heading, justify="right") if key in RIGHT_ALIGNED else heading, key=key)
+        yield table
+        with Horizontal(id="calls-lower"):
+            with VerticalScroll(id="call-detail-box") as box:
+                box.border_title = "selected call"
+                yield Static("no SDPA call seen yet", id="call-detail")
+            log = Log(id="program-log", max_lines=LOG_LINES)
+            log.border_title = "program output"
+            yield log
+        yield Footer(compact=True)
+
+    # -- drawing ---------------------------------------------------------------------------
+    def show(self, report: WatchReport, exit_code: int | None, stopped: bool = False) -> None:
+        """Draw the latest report; the selected row stays selected as rows are added or reordered."""
+        self.report = report
+        self._show_banner(report, exit_code, stopped)
+        table = self.query_one(DataTable)
+        keys = [self._key(row.signature) for row in report.rows]
+        self.rows = dict(zip(keys, report.rows))
+        cells = {key: table_cells(row, report.kernels_note) for key, row in self.rows.items()}
+        if keys == self._order:
+            for key, values in cells.items():
+                for column, value in values.items():
+                    if self._cells[key][column] != value:
+                        table.update_cell(key, column, self._cell(column, value), update_width=True)
+        else:
+            selected = self.selected_key()
+            table.clear()
+            for key in keys:
+                table.add_row(*(self._cell(column, cells[key][column]) for column, _ in COLUMNS), key=key)
+            if selected in keys:
+                table.move_cursor(row=keys.index(selected), animate=False)
+            self._order = keys
+        self._cells = cells
+        self._show_detail()
+
+    def _show_banner(self, report: WatchReport, exit_code: int | None, stopped: bool) -> None:
+        text = f"watching {self.program} · {program_state(report, exit_code, stopped)}\noutput: {self.log_path}"
+        failed = exit_code not in (None, 0) and not stopped
+        if report.error:
+            text += "\n" + traceback_tail(report.error)
+        elif failed:
+            text += " (its last lines are in the output pane)"
+        if text != self._banner:
+            self._banner = text
+            banner = self.query_one("#watch-banner", Static)
+            banner.set_class(failed or bool(report.error), "-failed")
+            banner.update(Text(text))
+
+    @staticmethod
+    def _cell(column: str, value: str) -> Text | str:
+        return Text(value, justify="right") if column in RIGHT_ALIGNED else value
+
+    def _key(self, signature: CallSignature) -> str:
+        if signature not in self._keys:
+            self._keys[signature] = f"call-{len(self._keys)}"
+        return self._keys[signature]
+
+    def selected_key(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return self._order[table.cursor_row] if table.cursor_row < len(self._order) else None
+
+    def selected_row(self) -> CallRow | None:
+        key = self.selected_key()
+        return self.rows.get(key) if key else None
+
+    def _show_detail(self) -> None:
+        row = self.selected_row()
+        detail = self.query_one("#call-detail", Static)
+        if row is None or self.report is None:
+            detail.update("no SDPA call seen yet" if self.report is None or not self.report.rows else "")
+            return
+        detail.update(Text("\n".join(detail_lines(row, self.report))))
+
+    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def write_log(self, text: str) -> None:
+        if text:
+            self.query_one("#program-log", Log).write(text)
+
+    # -- keys ------------------------------------------------------------------------------
+    def action_try_in_lab(self) -> None:
+        row = self.selected_row()
+        if row is None:
+            self.notify("no call selected: the program has made no SDPA call yet", severity="warning")
+            return
+        self.app.try_in_lab(row)
+
+    def action_show_lab(self) -> None:
+        self.app.show_lab()
+
+    def action_help(self) -> None:
+        keys = [*self.BINDINGS, *(b for b in self.app.BINDINGS if b.action in ("quit",))]
+        self.app.push_screen(HelpScreen(keys))

@@ -1,0 +1,60 @@
+"""``sdpa-tui watch -- python x.py``: the live monitor with the program's Calls view.
+
+The program's stdout and stderr go to a log file (named in the view and on exit), its stdin
+is /dev/null: the terminal belongs to the UI. Quitting (q, ctrl+c, a signal, the terminal
+going away) stops the program's process group and the lab's engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+
+from ..core.backends import ALL_BACKENDS
+from ..core.workload import Workload
+from .launch import exit_on_signals, make_app, served_by_textual_serve
+from .watch_app import WatchApp
+
+
+def log_file_path() -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join(tempfile.gettempdir(), f"sdpa-tui-watch-{stamp}-{os.getpid()}.log")
+
+
+def make_watch_app(watched, log_path: str, device: str = "auto") -> WatchApp:
+    app = make_app(Workload(), ALL_BACKENDS, device, app_class=WatchApp)
+    app.watch_program(watched, log_path)
+    return app
+
+
+def run_watch_app(watched) -> int:
+    """The program's exit code when it ended by itself; 0 when the user stopped it; 128+N on signal N."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
+        print("sdpa-tui watch: no terminal here (stdin/stdout is not a TTY); use: sdpa-tui watch --report calls.json -- ...",
+              file=sys.stderr)
+        return 2
+    log_path = log_file_path()
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path)
+        app.watch_terminal = True
+        try:
+            with exit_on_signals(app):
+                app.run()
+        finally:
+            app.stop_program()  # also when the app failed to start or did not unmount
+    with contextlib.suppress(OSError, ValueError):  # the terminal may be gone
+        if app.exit_reason:
+            print(f"sdpa-tui watch: {app.exit_reason}: program and engine stopped; its output: {log_path}", file=sys.stderr)
+        elif app.stopped_by_ui:
+            print(f"sdpa-tui watch: program stopped; its output: {log_path}", file=sys.stderr)
+        else:
+            print(f"sdpa-tui watch: program exited with code {app.exit_code}; its output: {log_path}", file=sys.stderr)
+    if app.exit_reason:
+        return app.return_code or 0
+    if app.stopped_by_ui or app.exit_code is None:
+        return 0
+    return app.exit_code if app.exit_code >= 0 else 128 - app.exit_code

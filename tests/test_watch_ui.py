@@ -1,0 +1,162 @@
+"""``sdpa-tui watch``'s live Calls view, driven with Pilot on the CPU.
+
+Real programs run watched (tests/watch_programs); the lab's engine is the fake one (the lab
+itself is covered by the UI tests). The snapshot is fed states recorded from a real run of
+shapes.py, so it is the same on every run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Log
+
+from sdpa_tui.core.backends import ALL_BACKENDS
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.watched_calls import ProcessState, build_report
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.ui.watch_app import WatchApp
+from sdpa_tui.watch.runner import WatchedProgram
+
+from ui_fakes import FakeEngine, FakeGpuSource, settle, widget_text
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "tests" / "watch_programs"
+RECORDED = ROOT / "tests" / "fixtures" / "watch" / "shapes_states.json"
+START_S = 180.0  # the watched program imports torch on a shared 2-core machine
+
+
+def watch_app(program, log_path: str) -> tuple[WatchApp, FakeEngine]:
+    engine = FakeEngine()
+    app = WatchApp(Session(Workload(), ALL_BACKENDS), engine, FakeGpuSource(), export_dir="unused")
+    engine.app = app
+    app.watch_program(program, log_path)
+    return app, engine
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def log_file(tmp_path):
+    path = tmp_path / "program.log"
+    with open(path, "ab", buffering=0) as f:
+        yield str(path), f
+
+
+async def test_shapes_rows_detail_log_exit_code_and_try_in_lab(log_file):
+    path, f = log_file
+    watched = WatchedProgram([sys.executable, str(PROGRAMS / "shapes.py")])
+    watched.log_to(f)
+    app, engine = watch_app(watched, path)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(pilot, until=lambda: app.exit_code is not None and app.calls.query_one(DataTable).row_count == 5,
+                     timeout=START_S)
+        await settle(pilot, until=lambda: "exited with code 0" in widget_text(app, "#watch-banner"), timeout=10)
+        calls = app.calls
+        assert app.screen is calls
+        table = calls.query_one(DataTable)
+        assert table.row_count == 5
+        detail = str(calls.query_one("#call-detail").render())
+        assert "why not cuDNN: " in detail and "why not Mem-efficient: " in detail
+        assert "SDPA chose" in detail and "shapes.py" in detail
+        await settle(pilot, until=lambda: calls.query_one(Log).line_count > 0, timeout=10)
+        log_text = "\n".join(calls.query_one(Log).lines)
+        expected = Path(path).read_text()
+        assert expected.strip() and expected.split()[0] in log_text  # the program's first printed number
+        assert path in widget_text(app, "#watch-banner")
+        # the dropout row: MATH, with Flash's reason naming dropout
+        dropout_index = next(i for i, key in enumerate(calls._order) if calls.rows[key].signature.dropout_p)
+        await pilot.press(*["down"] * dropout_index)
+        detail = str(calls.query_one("#call-detail").render())
+        assert "dropout_p 0.5" in detail and "why not Flash" in detail
+        # t: the selected call's shape becomes the lab's workload, and the lab shows
+        table.move_cursor(row=0)
+        await pilot.pause()
+        row = calls.selected_row()
+        await pilot.press("t")
+        await settle(pilot, until=lambda: app.screen is not calls, timeout=5)
+        w = engine.config.workload
+        q, kv = row.signature.q_shape, row.signature.kv_shape
+        assert (w.batch, w.heads, w.seq, w.head_dim, w.kv_heads, w.kv_seq) == (q[0], q[1], q[2], q[3], kv[1], kv[2])
+        assert w.dtype == "fp32" and engine.paused[-1] is False
+        await pilot.press("a")
+        await settle(pilot, until=lambda: app.screen is calls, timeout=5)
+        assert engine.paused[-1] is True  # the lab rests while the Calls view shows
+        await pilot.press("q")
+    assert not alive(watched.process.pid)
+
+
+async def test_quit_stops_a_running_program_and_its_child(log_file):
+    path, f = log_file
+    watched = WatchedProgram([sys.executable, str(PROGRAMS / "sleeper.py")])
+    watched.log_to(f)
+    app, _ = watch_app(watched, path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, until=lambda: "ready" in Path(path).read_text(), timeout=START_S)
+        await settle(pilot, until=lambda: app.calls.query_one(DataTable).row_count == 1, timeout=10)
+        assert "running" in widget_text(app, "#watch-banner")
+        child = int(next(line.split()[1] for line in Path(path).read_text().splitlines() if line.startswith("child ")))
+        assert alive(child)
+        await pilot.press("ctrl+c")
+    assert app.stopped_by_ui
+    deadline = time.monotonic() + 5
+    while (alive(child) or alive(watched.process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(watched.process.pid) and not alive(child)
+
+
+async def test_crash_shows_traceback_and_keeps_calls(log_file):
+    path, f = log_file
+    watched = WatchedProgram([sys.executable, str(PROGRAMS / "crash.py")])
+    watched.log_to(f)
+    app, _ = watch_app(watched, path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, until=lambda: app.exit_code is not None and "Error" in widget_text(app, "#watch-banner"),
+                     timeout=START_S)
+        banner = widget_text(app, "#watch-banner")
+        assert "exited with code 1" in banner and "crashed on purpose" in banner
+        assert app.calls.selected_row().count == 2
+
+
+class RecordedProgram:
+    """Replays states recorded from a real watched run: the program has ended, time stands still."""
+
+    def __init__(self) -> None:
+        data = json.loads(RECORDED.read_text())
+        self.display = ["python", "tests/watch_programs/shapes.py"]
+        self.exit_code = data["exit_code"]
+        self.states = [ProcessState.from_dict(s) for s in data["states"]]
+
+    def start(self) -> None:
+        pass
+
+    def poll(self) -> int | None:
+        return self.exit_code
+
+    def report(self, exit_code):
+        return build_report(self.display, exit_code, self.states, 2.5)
+
+    def close(self) -> None:
+        pass
+
+
+def test_calls_view_snapshot(snap_compare, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("shapes.log").write_text("recorded output of shapes.py\n")
+    app, _ = watch_app(RecordedProgram(), "shapes.log")
+
+    async def run_before(pilot) -> None:
+        await settle(pilot, until=lambda: app.calls is not None and app.calls.query_one(Log).line_count > 0)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
