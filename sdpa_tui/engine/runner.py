@@ -34,6 +34,7 @@ from .channel import Channel
 from .environment import describe, resolve_device
 from .output_capture import OutputCapture
 from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
+from .startup_times import StartupClock, write_if_asked
 
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
@@ -103,8 +104,10 @@ class BackendRun:
 
 
 class Engine:
-    def __init__(self, channel: Channel, device_request: str, capture: OutputCapture) -> None:
+    def __init__(self, channel: Channel, device_request: str, capture: OutputCapture,
+                 startup: StartupClock | None = None) -> None:
         self.channel = channel
+        self.startup = startup or StartupClock()
         self.device_request = device_request
         self.capture = capture
         self.device = torch.device("cpu")
@@ -128,11 +131,13 @@ class Engine:
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
+        self.startup.mark("cuda_init")
         profiler_guard.install()
         if self.device.type == "cpu":
             cpu_threads.leave_a_core()  # before describe(): the header names the thread count
         self.profiler = ProfilerClient(str(self.device))
         self.channel.send(Ready(describe(self.device, notes)))
+        self.startup.mark("ready")
         self._flush_logs()
         try:
             while not self.stopping:
@@ -201,6 +206,7 @@ class Engine:
 
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
+        self.startup.mark("configure")
         same_inputs = self.inputs is not None and self.config is not None and config.workload == self.config.workload
         if not same_inputs:
             self._release()
@@ -209,6 +215,7 @@ class Engine:
         try:
             if not same_inputs:
                 self.inputs = Inputs.make(config.workload, self.device)
+                self.startup.mark("inputs")
         except torch.OutOfMemoryError as exc:
             verdict = dispatch.oom(exc)
             for backend in config.enabled:
@@ -218,6 +225,7 @@ class Engine:
             return
         choice = dispatch.choose(self.inputs, config.enabled, config.legacy_api, config.priority)
         measured = choice.effective if config.legacy_api else config.enabled
+        self.startup.mark("dispatch")
         self.channel.send(Dispatch(cid, choice.backend, choice.priority_order, choice.reason,
                                    choice.effective, self._dispatch_note(config, choice)))
         for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
@@ -233,12 +241,15 @@ class Engine:
                 kept.last_sample, kept.samples = 0.0, 0  # a fresh number now, before any burst
                 continue
             verdict = self._eligible(backend)
+            if backend is choice.backend:
+                self.startup.mark("pick_probe")
             if backend not in measured or verdict.status != "ok":
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
                                                 measured=backend in measured))
                 continue
             try:
                 self.runs[backend] = self._prepare(backend)
+                self.startup.mark("pick_prepare")
                 self.channel.send(BackendStatus(cid, backend, "ok"))
             except torch.OutOfMemoryError as exc:
                 self._fail(backend, dispatch.oom(exc))
@@ -249,10 +260,24 @@ class Engine:
                 continue
             if not self.paused:  # paused: the device is left alone
                 self._slice(self.runs[backend])
+                self._after_first_sample()
             if backend in self.runs:
                 reference = self._reference() if reference is None else reference
                 self._send_accuracy(backend, reference)
+        self.startup.mark("all_first_samples")
         self._peak_due = True
+
+    def _after_first_sample(self) -> None:
+        """Once, after the first Sample: say how long start-up took."""
+        if self.startup.has("first_sample") or not self.runs:
+            return
+        self.startup.mark("first_sample")
+        self._send_startup()
+
+    def _send_startup(self, complete: bool = False) -> None:
+        record = self.startup.record(complete)
+        self.channel.send(record)
+        write_if_asked(record)
 
     def _dispatch_note(self, config: Configure, choice: dispatch.Choice) -> str:
         if config.legacy_api and Backend.CUDNN in choice.effective:
@@ -346,7 +371,9 @@ class Engine:
             run = BackendRun(backend, step, per_call)
             run.peak_bytes = call_memory.peak_extra_bytes(step, self.device)
             if self.device.type == "cuda":
+                self.startup.mark("graph_capture_start")
                 run.graph = clocks.GraphClock(step, self.device, per_call)
+                self.startup.mark("graph_capture")
                 if run.graph.method != "graph":
                     self.channel.send(Log(f"{backend.value}: CUDA graph capture failed "
                                           f"({run.graph.capture_error}); timing with events"))
@@ -445,6 +472,7 @@ class Engine:
             if not ready:
                 run.next_profile = time.monotonic() + 0.5
                 return None
+            self.startup.mark("profiler_ready")
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
         request = CaptureKernels(self.config.config_id, self.config.workload, run.backend, calls, trace_path)
         try:
@@ -462,6 +490,9 @@ class Engine:
         run.next_profile = time.monotonic() + run.profile_interval_s
         run.captured = True
         self.channel.send(capture)
+        if not self.startup.complete and all(r.captured for r in self.runs.values()):
+            self.startup.mark("all_kernel_captures")
+            self._send_startup(complete=True)
         if self._rss_baseline_mib is None:
             self._rss_baseline_mib = host_memory.rss_mib()
         return capture
