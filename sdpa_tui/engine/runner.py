@@ -95,6 +95,7 @@ class BackendRun:
     step: object
     per_call_us: float
     graph: clocks.GraphClock | None = None
+    graph_due: bool = False  # CUDA: the graph is captured at the next slice (the first number is eager)
     next_profile: float = 0.0
     profile_interval_s: float = 0.0
     captured: bool = False  # had its first kernel capture (the peak waits for every backend's)
@@ -230,9 +231,10 @@ class Engine:
                                    choice.effective, self._dispatch_note(config, choice)))
         for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
             self._drop(backend)
-        reference: "torch.Tensor | str | None" = None
+        fresh: list[Backend] = []
         # SDPA's pick first, each backend sampled as soon as it is ready: the first number
-        # reaches the screen before the other backends are set up.
+        # reaches the screen before the other backends are set up, and the accuracy (a float64
+        # reference) waits until every backend has its first number.
         for backend in sorted(ALL_BACKENDS, key=lambda b: b is not choice.backend):
             self._flush_logs()
             if backend in self.runs:  # flags changed, workload the same: its clocks are still valid
@@ -261,11 +263,19 @@ class Engine:
             if not self.paused:  # paused: the device is left alone
                 self._slice(self.runs[backend])
                 self._after_first_sample()
-            if backend in self.runs:
-                reference = self._reference() if reference is None else reference
-                self._send_accuracy(backend, reference)
+            fresh.append(backend)
         self.startup.mark("all_first_samples")
+        self._send_accuracies([b for b in fresh if b in self.runs])
         self._peak_due = True
+
+    def _send_accuracies(self, backends: list[Backend]) -> None:
+        if backends:
+            reference = self._reference()
+            for backend in backends:
+                if backend in self.runs:  # a backend that failed meanwhile has none
+                    self._send_accuracy(backend, reference)
+            del reference
+        self.startup.mark("accuracy")
 
     def _after_first_sample(self) -> None:
         """Once, after the first Sample: say how long start-up took."""
@@ -273,6 +283,10 @@ class Engine:
             return
         self.startup.mark("first_sample")
         self._send_startup()
+        try:  # its interpreter and torch start now, while the other backends are set up
+            self.profiler.poll_ready()
+        except ProfilerFailed:
+            pass  # the first burst starts a new one and says why
 
     def _send_startup(self, complete: bool = False) -> None:
         record = self.startup.record(complete)
@@ -370,14 +384,19 @@ class Engine:
             per_call = clocks.eager_us(step, self.device, 1)
             run = BackendRun(backend, step, per_call)
             run.peak_bytes = call_memory.peak_extra_bytes(step, self.device)
-            if self.device.type == "cuda":
-                self.startup.mark("graph_capture_start")
-                run.graph = clocks.GraphClock(step, self.device, per_call)
-                self.startup.mark("graph_capture")
-                if run.graph.method != "graph":
-                    self.channel.send(Log(f"{backend.value}: CUDA graph capture failed "
-                                          f"({run.graph.capture_error}); timing with events"))
+            run.graph_due = self.device.type == "cuda"
         return run
+
+    def _capture_graph(self, run: BackendRun) -> None:
+        """The GPU/call clock's graph, at the backend's second slice: the first number on screen
+        is the eager clock, without waiting for a capture."""
+        run.graph_due = False
+        self.startup.mark("graph_capture_start")
+        run.graph = clocks.GraphClock(run.step, self.device, run.per_call_us)
+        self.startup.mark("graph_capture")
+        if run.graph.method != "graph":
+            self.channel.send(Log(f"{run.backend.value}: CUDA graph capture failed "
+                                  f"({run.graph.capture_error}); timing with events"))
 
     def _drop(self, backend: Backend) -> None:
         run = self.runs.pop(backend, None)
@@ -424,6 +443,8 @@ class Engine:
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
+                if run.graph_due:
+                    self._capture_graph(run)
                 self._warm_up(run)
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
@@ -448,7 +469,7 @@ class Engine:
         run.per_call_us = gpu_us or eager_us
         run.last_sample = time.monotonic()
         run.samples += 1
-        method = run.graph.method if run.graph else "none"
+        method = run.graph.method if run.graph else "pending" if run.graph_due else "none"
         # device time of the slice: every timed call at its GPU time (eager on the CPU)
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s))
