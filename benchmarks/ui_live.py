@@ -10,7 +10,9 @@ process's CPU time from /proc (the engine is a separate process and is not count
     python3 benchmarks/ui_live.py --device cuda --seconds 30
     python3 benchmarks/ui_live.py --device cpu --seconds 30
 
-Prints a table and writes JSON under benchmarks/results/.
+Prints a table and writes JSON under benchmarks/results/, with the engine's start-up phases
+(``StartupTimes``, written by the engine through ``SDPA_TUI_STARTUP_TIMES``) placed on the same
+time line: seconds from the start of the command to the end of each phase.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,6 +72,30 @@ def wait_for(done, start: float, timeout: float) -> float | None:
     return None
 
 
+def engine_phases(path: Path, start: float) -> dict | None:
+    """The engine's StartupTimes as it wrote them, with its spawn and each phase's end in seconds
+    from ``start`` (CLOCK_MONOTONIC is one clock for every process of the host)."""
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    spawned = body["spawned_at"] - start
+    return {"complete": body["complete"], "engine_spawned_s": spawned,
+            "phases_end_s": {name: spawned + s for name, s in body["phases"].items()},
+            "phases_took_s": dict(zip(body["phases"], (b - a for a, b in zip([0.0, *body["phases"].values()],
+                                                                            body["phases"].values()))))}
+
+
+def print_phases(phases: dict | None, first_frame: float | None) -> None:
+    if phases is None:
+        print("engine start-up phases: none written (an engine without StartupTimes?)")
+        return
+    print(f"engine start-up phases (s from the command; first frame {first_frame if first_frame is None else round(first_frame, 2)}):")
+    print(f"  {'engine spawned':<22}{phases['engine_spawned_s']:>8.2f}")
+    for name, end in phases["phases_end_s"].items():
+        print(f"  {name:<22}{end:>8.2f}  (+{phases['phases_took_s'][name]:.2f})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -79,8 +106,10 @@ def main() -> int:
                         help="where sdpa_tui is imported from (default: this checkout)")
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.pythonpath, os.environ.get("PYTHONPATH")) if p)
+    startup_file = Path(tempfile.mkdtemp(prefix="sdpa-tui-startup-")) / "startup.json"
     start = time.monotonic()
-    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", f"exec {args.command} --device {args.device}")
+    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40",
+         f"exec env SDPA_TUI_STARTUP_TIMES={shlex.quote(str(startup_file))} {args.command} --device {args.device}")
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
     first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
@@ -99,6 +128,7 @@ def main() -> int:
         time.sleep(0.1)
     leftover = subprocess.run(["pgrep", "-f", "sdpa-tui-engine|sdpa_tui.engine"], capture_output=True, text=True).stdout.split()
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+    phases = engine_phases(startup_file, start)
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -114,6 +144,7 @@ def main() -> int:
         "measured_s": t1 - t0,
         "exited_on_q": exited,
         "engine_processes_left": len(leftover),
+        "engine_startup": phases,
         "screen": final_screen,
     }
     print(f"{'device':<10}{'first frame':>14}{'first number':>14}{'full panels':>14}{'UI CPU %':>10}{'exit on q':>11}")
@@ -122,6 +153,7 @@ def main() -> int:
           f"{result['ui_cpu_percent_of_one_core']:>9.1f}%{str(exited):>11}")
     print("(seconds from the start of the command; the first number and full panels are counted from the first "
           f"frame in the JSON; load average {result['load_average']})")
+    print_phases(phases, first_frame)
     out = Path(args.json or f"benchmarks/results/ui-live-{args.device.replace(':', '')}-{dt.date.today()}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -38,6 +38,15 @@ log() { echo "=== $*"; }
         tests/test_reasons.py tests/test_trace_backward.py tests/test_trace.py tests/test_kernel_names.py \
         tests/test_profiler_process.py tests/test_engine_memory.py 2>&1 | tail -30
       ;;
+    startup)
+      # issue 12.6: run it as the FIRST step on a fresh machine (cold file cache), e.g.
+      # `bash scripts/gpu-check.sh startup ui`; prints each engine start-up phase (StartupTimes).
+      log "first number after start, cold then warm (engine phases in the JSON)"
+      python3 benchmarks/ui_live.py --device cuda --seconds 5 --json "$OUT/r/ui-live-startup-cold.json"
+      python3 benchmarks/ui_live.py --device cuda --seconds 5 --json "$OUT/r/ui-live-startup-warm.json"
+      python3 -m sdpa_tui report --duration 1 --json "$OUT/r/report-startup.json" >/dev/null
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py 2>&1 | tail -5
+      ;;
     fixtures)
       log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
       ;;

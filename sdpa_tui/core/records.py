@@ -159,7 +159,7 @@ class Sample:
     backend: Backend
     gpu_us: float | None  # None on the CPU
     eager_us: float
-    gpu_method: str = "graph"  # graph | events | none
+    gpu_method: str = "graph"  # graph | events | none | pending (graph captured from the next slice on)
     calls: int = 1
     time: float = 0.0  # wall clock (time.time()) when taken
     busy_s: float | None = None
@@ -264,6 +264,28 @@ class EngineHealth:
     profiler_pid: int | None = None  # the profiler process, while one runs
 
 
+@dataclass(frozen=True)
+class StartupTimes:
+    """When the engine reached each step of its start-up (issue 12: the first number's budget).
+
+    ``seconds[i]`` is when ``phases[i]`` ended, in seconds after the UI spawned the engine
+    process; ``spawned_at`` is that moment on CLOCK_MONOTONIC (one clock for every process of
+    the host on Linux, so a benchmark can place the phases on its own time line). Sent after
+    the first Sample, then once more, ``complete``, when every running backend had its first
+    kernel capture."""
+
+    TYPE: ClassVar[str] = "startup_times"
+    phases: tuple[str, ...]
+    seconds: tuple[float, ...]
+    spawned_at: float
+    complete: bool = False
+
+    def steps(self) -> list[tuple[str, float]]:
+        """Each phase with its own duration: from the end of the one before (or the spawn)."""
+        return [(name, end - start)
+                for name, start, end in zip(self.phases, (0.0, *self.seconds), self.seconds)]
+
+
 RECORD_TYPES = {
     cls.TYPE: cls
     for cls in (
@@ -284,6 +306,7 @@ RECORD_TYPES = {
         EngineError,
         Recycling,
         EngineHealth,
+        StartupTimes,
     )
 }
 

@@ -26,6 +26,7 @@ from .records import (
     Log,
     Ready,
     Sample,
+    StartupTimes,
 )
 from .stats import Summary, Window
 from .workload import Workload
@@ -144,6 +145,8 @@ class Session:
         self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
         self.peaks: dict[str, PeakFlops] = {}
+        self.startup: StartupTimes | None = None
+        """The engine's start-up phases (the latest record of the latest engine)."""
         self._faster = FasterTracker()
         self.engine_busy = BusyWindow()
         """The engine's duty cycle on its device (kept across workloads: the device was busy)."""
@@ -193,6 +196,9 @@ class Session:
         if isinstance(record, PeakFlops):
             self.peaks[record.dtype] = record
             return True
+        if isinstance(record, StartupTimes):
+            self.startup = record
+            return False
         config_id = getattr(record, "config_id", None)
         if config_id != self.config_id:
             return False  # measured for a workload or flag set that is gone

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from typing import Any
 
 from ..core.records import Shutdown
@@ -34,8 +35,9 @@ class EngineClient:
     def start(self) -> None:
         ctx = mp.get_context("spawn")
         parent_conn, child_conn = ctx.Pipe(duplex=True)
+        spawned_at = time.monotonic()  # where the engine's start-up phases count from (StartupTimes)
         self._process = ctx.Process(
-            target=worker_main, args=(child_conn, self.device), name="sdpa-tui-engine", daemon=True
+            target=worker_main, args=(child_conn, self.device, spawned_at), name="sdpa-tui-engine", daemon=True
         )
         self._process.start()
         child_conn.close()

@@ -34,6 +34,7 @@ from .channel import Channel
 from .environment import describe, resolve_device
 from .output_capture import OutputCapture
 from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
+from .startup_times import StartupClock, write_if_asked
 
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
@@ -94,6 +95,7 @@ class BackendRun:
     step: object
     per_call_us: float
     graph: clocks.GraphClock | None = None
+    graph_due: bool = False  # CUDA: the graph is captured at the next slice (the first number is eager)
     next_profile: float = 0.0
     profile_interval_s: float = 0.0
     captured: bool = False  # had its first kernel capture (the peak waits for every backend's)
@@ -103,8 +105,10 @@ class BackendRun:
 
 
 class Engine:
-    def __init__(self, channel: Channel, device_request: str, capture: OutputCapture) -> None:
+    def __init__(self, channel: Channel, device_request: str, capture: OutputCapture,
+                 startup: StartupClock | None = None) -> None:
         self.channel = channel
+        self.startup = startup or StartupClock()
         self.device_request = device_request
         self.capture = capture
         self.device = torch.device("cpu")
@@ -128,11 +132,13 @@ class Engine:
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
+        self.startup.mark("cuda_init")
         profiler_guard.install()
         if self.device.type == "cpu":
             cpu_threads.leave_a_core()  # before describe(): the header names the thread count
         self.profiler = ProfilerClient(str(self.device))
         self.channel.send(Ready(describe(self.device, notes)))
+        self.startup.mark("ready")
         self._flush_logs()
         try:
             while not self.stopping:
@@ -201,6 +207,7 @@ class Engine:
 
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
+        self.startup.mark("configure")
         same_inputs = self.inputs is not None and self.config is not None and config.workload == self.config.workload
         if not same_inputs:
             self._release()
@@ -209,6 +216,7 @@ class Engine:
         try:
             if not same_inputs:
                 self.inputs = Inputs.make(config.workload, self.device)
+                self.startup.mark("inputs")
         except torch.OutOfMemoryError as exc:
             verdict = dispatch.oom(exc)
             for backend in config.enabled:
@@ -218,13 +226,15 @@ class Engine:
             return
         choice = dispatch.choose(self.inputs, config.enabled, config.legacy_api, config.priority)
         measured = choice.effective if config.legacy_api else config.enabled
+        self.startup.mark("dispatch")
         self.channel.send(Dispatch(cid, choice.backend, choice.priority_order, choice.reason,
                                    choice.effective, self._dispatch_note(config, choice)))
         for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
             self._drop(backend)
-        reference: "torch.Tensor | str | None" = None
+        fresh: list[Backend] = []
         # SDPA's pick first, each backend sampled as soon as it is ready: the first number
-        # reaches the screen before the other backends are set up.
+        # reaches the screen before the other backends are set up, and the accuracy (a float64
+        # reference) waits until every backend has its first number.
         for backend in sorted(ALL_BACKENDS, key=lambda b: b is not choice.backend):
             self._flush_logs()
             if backend in self.runs:  # flags changed, workload the same: its clocks are still valid
@@ -233,12 +243,15 @@ class Engine:
                 kept.last_sample, kept.samples = 0.0, 0  # a fresh number now, before any burst
                 continue
             verdict = self._eligible(backend)
+            if backend is choice.backend:
+                self.startup.mark("pick_probe")
             if backend not in measured or verdict.status != "ok":
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
                                                 measured=backend in measured))
                 continue
             try:
                 self.runs[backend] = self._prepare(backend)
+                self.startup.mark("pick_prepare")
                 self.channel.send(BackendStatus(cid, backend, "ok"))
             except torch.OutOfMemoryError as exc:
                 self._fail(backend, dispatch.oom(exc))
@@ -249,10 +262,36 @@ class Engine:
                 continue
             if not self.paused:  # paused: the device is left alone
                 self._slice(self.runs[backend])
-            if backend in self.runs:
-                reference = self._reference() if reference is None else reference
-                self._send_accuracy(backend, reference)
+                self._after_first_sample()
+            fresh.append(backend)
+        self.startup.mark("all_first_samples")
+        self._send_accuracies([b for b in fresh if b in self.runs])
         self._peak_due = True
+
+    def _send_accuracies(self, backends: list[Backend]) -> None:
+        if backends:
+            reference = self._reference()
+            for backend in backends:
+                if backend in self.runs:  # a backend that failed meanwhile has none
+                    self._send_accuracy(backend, reference)
+            del reference
+        self.startup.mark("accuracy")
+
+    def _after_first_sample(self) -> None:
+        """Once, after the first Sample: say how long start-up took."""
+        if self.startup.has("first_sample") or not self.runs:
+            return
+        self.startup.mark("first_sample")
+        self._send_startup()
+        try:  # its interpreter and torch start now, while the other backends are set up
+            self.profiler.poll_ready()
+        except ProfilerFailed:
+            pass  # the first burst starts a new one and says why
+
+    def _send_startup(self, complete: bool = False) -> None:
+        record = self.startup.record(complete)
+        self.channel.send(record)
+        write_if_asked(record)
 
     def _dispatch_note(self, config: Configure, choice: dispatch.Choice) -> str:
         if config.legacy_api and Backend.CUDNN in choice.effective:
@@ -345,12 +384,19 @@ class Engine:
             per_call = clocks.eager_us(step, self.device, 1)
             run = BackendRun(backend, step, per_call)
             run.peak_bytes = call_memory.peak_extra_bytes(step, self.device)
-            if self.device.type == "cuda":
-                run.graph = clocks.GraphClock(step, self.device, per_call)
-                if run.graph.method != "graph":
-                    self.channel.send(Log(f"{backend.value}: CUDA graph capture failed "
-                                          f"({run.graph.capture_error}); timing with events"))
+            run.graph_due = self.device.type == "cuda"
         return run
+
+    def _capture_graph(self, run: BackendRun) -> None:
+        """The GPU/call clock's graph, at the backend's second slice: the first number on screen
+        is the eager clock, without waiting for a capture."""
+        run.graph_due = False
+        self.startup.mark("graph_capture_start")
+        run.graph = clocks.GraphClock(run.step, self.device, run.per_call_us)
+        self.startup.mark("graph_capture")
+        if run.graph.method != "graph":
+            self.channel.send(Log(f"{run.backend.value}: CUDA graph capture failed "
+                                  f"({run.graph.capture_error}); timing with events"))
 
     def _drop(self, backend: Backend) -> None:
         run = self.runs.pop(backend, None)
@@ -397,6 +443,8 @@ class Engine:
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
+                if run.graph_due:
+                    self._capture_graph(run)
                 self._warm_up(run)
                 if run.graph is not None:
                     per_replay = run.per_call_us * run.graph.calls
@@ -421,7 +469,7 @@ class Engine:
         run.per_call_us = gpu_us or eager_us
         run.last_sample = time.monotonic()
         run.samples += 1
-        method = run.graph.method if run.graph else "none"
+        method = run.graph.method if run.graph else "pending" if run.graph_due else "none"
         # device time of the slice: every timed call at its GPU time (eager on the CPU)
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s))
@@ -445,6 +493,7 @@ class Engine:
             if not ready:
                 run.next_profile = time.monotonic() + 0.5
                 return None
+            self.startup.mark("profiler_ready")
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
         request = CaptureKernels(self.config.config_id, self.config.workload, run.backend, calls, trace_path)
         try:
@@ -462,6 +511,9 @@ class Engine:
         run.next_profile = time.monotonic() + run.profile_interval_s
         run.captured = True
         self.channel.send(capture)
+        if not self.startup.complete and all(r.captured for r in self.runs.values()):
+            self.startup.mark("all_kernel_captures")
+            self._send_startup(complete=True)
         if self._rss_baseline_mib is None:
             self._rss_baseline_mib = host_memory.rss_mib()
         return capture

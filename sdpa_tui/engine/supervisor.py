@@ -64,7 +64,12 @@ class EngineSupervisor:
 
     # -- called from the UI ----------------------------------------------------------------
     def start(self) -> None:
-        self._thread.start()
+        """Start the engine process (on the supervisor's thread); a second call does nothing, so
+        the command line can start it before the UI's first frame and the app's mount again."""
+        with self._lock:
+            if self._thread.ident is not None:
+                return
+            self._thread.start()
 
     def configure(self, config: Configure) -> None:
         with self._lock:

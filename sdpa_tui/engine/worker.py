@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from ..core.records import EngineError, Log
 from .channel import Channel, ChannelClosed
 from .output_capture import OutputCapture
+from .startup_times import StartupClock
 
 EXIT_STICKY_CUDA = 3
 EXIT_STARTUP = 4
@@ -31,7 +32,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def main(conn: Connection, device_request: str) -> None:
+def main(conn: Connection, device_request: str, spawned_at: float | None = None) -> None:
+    startup = StartupClock(spawned_at)
+    startup.mark("interpreter")
     # The UI decides when we stop: Ctrl-C and a hang-up reach the whole process group, and
     # the UI answers them by sending Shutdown (or, if it dies, PR_SET_PDEATHSIG ends us).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -49,11 +52,13 @@ def main(conn: Connection, device_request: str) -> None:
     try:
         from .runner import Engine  # imports torch
 
+        startup.mark("import_torch")
+
         # torch leaves ~500k objects that live as long as the process; frozen, out of the
         # collector's sight, a full collection (one per profiler burst) takes well under a
         # millisecond instead of ~100 ms (measured on a 2-core CPU machine).
         gc.freeze()
-        engine = Engine(channel, device_request, capture)
+        engine = Engine(channel, device_request, capture, startup)
         engine.run()
         code = EXIT_RECYCLE if engine.recycled else 0
     except ChannelClosed:

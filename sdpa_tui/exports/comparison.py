@@ -160,4 +160,18 @@ def report_dict(session: Session) -> dict[str, Any]:
         },
         "verdicts": {b.value: v for b, v in verdicts(session).items()},
         "engine_errors": list(session.errors),
+        "startup": startup_dict(session),
+    }
+
+
+def startup_dict(session: Session) -> dict[str, Any] | None:
+    """The engine's start-up phases: when each ended and how long it took, in seconds after the
+    engine process was spawned (None from an engine that does not say)."""
+    startup = session.startup
+    if startup is None:
+        return None
+    return {
+        "complete": startup.complete,
+        "phases_end_s": dict(zip(startup.phases, startup.seconds)),
+        "phases_took_s": {name: round(took, 6) for name, took in startup.steps()},
     }

@@ -312,6 +312,7 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         except MetricsServerError as exc:
             print(f"sdpa-tui: error: {exc}", file=sys.stderr)
             return 2
+    app.engine.start()  # import torch overlaps the UI's own start; the app's mount finds it started
     try:
         with exit_on_signals(app):
             app.run()
