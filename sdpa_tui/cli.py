@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
@@ -15,6 +16,14 @@ from .devices_option import add_devices_option, resolve_devices
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
 
 EXIT_USAGE = 2
+
+
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """argparse's own errors (a value that is not a number, an unknown choice) as one line, not
+    the usage block; subcommand parsers inherit the class."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
@@ -51,7 +60,7 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrorParser(
         prog="sdpa-tui",
         description="Live monitor of which scaled_dot_product_attention kernel runs, and how fast.",
     )
@@ -167,8 +176,9 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
             raise ValueError("--priority does not apply with --legacy-api: the legacy sdp_kernel has no priority order")
         if not DEVICE_SPEC.match(args.device):
             raise ValueError(f"--device must be {SPEC_HELP}, got {args.device!r}")
-        if getattr(args, "duration", 1.0) <= 0:
-            raise ValueError("--duration must be positive")
+        duration = getattr(args, "duration", 1.0)
+        if not (duration > 0 and math.isfinite(duration)):  # nan and inf would measure forever
+            raise ValueError(f"--duration must be a positive number of seconds, got {duration:g}")
         check_live_metrics_options(args)
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")

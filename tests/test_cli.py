@@ -64,6 +64,9 @@ def test_bad_workloads_exit_2_with_one_line(prefix, argv, names, capsys):
         (["report", "--backends", "foo"], "foo"),
         (["report", "--duration", "0"], "--duration"),
         (["report", "--duration", "-1"], "--duration"),
+        (["report", "--duration", "nan"], "--duration"),  # nan > 0 is false too: it measured forever
+        (["report", "--duration", "inf"], "--duration"),
+        (["sweep", "--seq", "128", "--duration", "nan"], "--duration"),
         (["--engine-memory-mib", "-1"], "--engine-memory-mib"),
         (["--engine-memory-mib", "nan"], "--engine-memory-mib"),
     ],
@@ -75,12 +78,20 @@ def test_bad_options_exit_2_with_one_line(argv, names, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--batch", "1.5"], ["--seq", "many"], ["--dtype", "fp64"], ["report", "--mask", "diagonal"],
-             ["--engine-memory-mib", "lots"]]
+    "argv, names",
+    [
+        (["--batch", "1.5"], "--batch"), (["--seq", "many"], "--seq"), (["--dtype", "fp64"], "--dtype"),
+        (["report", "--mask", "diagonal"], "--mask"), (["--engine-memory-mib", "lots"], "--engine-memory-mib"),
+        (["report", "--batch", "x"], "--batch"), (["--metrics-port", "x"], "--metrics-port"),
+        (["exporter", "--port", "x"], "--port"), (["serve", "--port", "x"], "--port"),
+        (["compare", "a.json"], "B"), (["compare", "a", "b", "--json", "--markdown"], "--markdown"),
+    ],
 )
-def test_malformed_values_exit_2(argv, capsys):
+def test_malformed_values_exit_2_with_one_line(argv, names, capsys):
+    """argparse's own errors: one line naming the option, not the usage block."""
     err = refuse(argv, capsys)
-    assert "error:" in err.strip().splitlines()[-1]
+    assert err.count("\n") == 1 and "error:" in err and names in err, err
+    assert "--help" in err and "usage:" not in err, err
 
 
 def test_defaults():
