@@ -14,6 +14,7 @@ from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .devices_option import add_devices_option, resolve_devices
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
+from .output_paths import check_output_paths
 
 EXIT_USAGE = 2
 
@@ -183,6 +184,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
         resolve_devices(args)
+        check_output_paths(args)
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
     return args, workload, backends

@@ -172,3 +172,26 @@ def test_report_with_a_bad_workload_exits_2_without_importing_torch(tmp_path):
     assert proc.stderr.startswith("sdpa-tui: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert "seq" in proc.stderr
     assert not marker.exists(), "torch was imported"
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["report", "--json", "{missing}/r.json"], ["--json", "does not exist"]),
+        (["report", "--markdown", "{tmp}"], ["--markdown", "is a directory"]),
+        (["sweep", "--seq", "128", "--csv", "{missing}/s.csv"], ["--csv", "does not exist"]),
+        (["sweep", "--seq", "128", "--json", "{tmp}"], ["--json", "is a directory"]),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_before_measuring(argv, words, tmp_path, capsys):
+    """report measured for seconds, then failed with exit 1 naming a temporary file, on two lines."""
+    argv = [a.format(missing=tmp_path / "no-such-folder", tmp=tmp_path) for a in argv]
+    err = refuse(argv, capsys)
+    assert err.count("\n") == 1 and err.startswith("sdpa-tui: error: "), err
+    assert all(w in err for w in words), err
+
+
+def test_output_files_in_an_existing_folder_are_accepted(tmp_path):
+    args, _, _ = cli.parse(["report", "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")])
+    assert args.json.endswith("r.json")
+    assert cli.parse(["compare", "a.json", "b.json", "--json"])[0].json is True  # a switch there, not a path
