@@ -43,7 +43,7 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
     g.add_argument("--dtype", choices=list(DTYPES), default=default(d.dtype), help=f"default {d.dtype}")
     g.add_argument("--causal", action="store_true", default=default(False), help="causal attention (is_causal=True)")
     g.add_argument("--mask", choices=list(MASKS), default=default(None), help="attention mask (default none; --causal means causal)")
-    g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help="forward, or forward+backward")
+    g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help=f"forward, or forward+backward (default {d.direction})")
     g.add_argument("--device", default=default("auto"), help=f"{SPEC_HELP}; default auto")
     g.add_argument(
         "--backends", default=default(",".join(b.short for b in ALL_BACKENDS)),
@@ -76,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_live_metrics_options(parser)
     add_devices_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep,watch,compare,exporter,serve}")
-    report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
+    report = sub.add_parser(
+        "report", help="measure for a few seconds and print the comparison table (no UI)",
+        description="Measure every enabled backend for a few seconds with one engine process, without a UI; "
+        "print the comparison table, SDPA's pick and whether another backend beats it.",
+    )
     _add_workload_options(report, inherited=True)
     add_devices_option(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
@@ -113,9 +117,9 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine only; reach it with ssh -L)",
     )
     g.add_argument("--public-url", metavar="URL", help="the URL browsers use, when it differs from http://ADDRESS:PORT")
-    g.add_argument("--export-dir", default=argparse.SUPPRESS, help="where snapshots go")
+    g.add_argument("--export-dir", default=argparse.SUPPRESS, help="where snapshots go (default ./sdpa-tui-exports)")
     g.add_argument("--engine-memory-mib", type=float, default=argparse.SUPPRESS, metavar="MIB",
-                   help="as for the live monitor")
+                   help=f"as for the live monitor (default {ENGINE_MEMORY_MIB:g}; 0: never)")
 
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:

@@ -195,3 +195,17 @@ def test_output_files_in_an_existing_folder_are_accepted(tmp_path):
     args, _, _ = cli.parse(["report", "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")])
     assert args.json.endswith("r.json")
     assert cli.parse(["compare", "a.json", "b.json", "--json"])[0].json is True  # a switch there, not a path
+
+
+@pytest.mark.parametrize("command", ["report", "sweep", "compare", "exporter", "serve"])
+def test_every_subcommand_help_has_a_description_and_shows_defaults(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.parse([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert not out.split("\n\n")[1].startswith(("options:", "positional")), out  # a description under the usage
+    text = " ".join(out.split())
+    if command != "compare":
+        assert "forward, or forward+backward (default fwd)" in text
+    if command == "serve":
+        assert "where snapshots go (default ./sdpa-tui-exports)" in text and "(default 1024; 0: never)" in text
