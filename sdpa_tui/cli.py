@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
@@ -13,8 +14,17 @@ from .core.records import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .devices_option import add_devices_option, resolve_devices
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
+from .output_paths import check_output_paths
 
 EXIT_USAGE = 2
+
+
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """argparse's own errors (a value that is not a number, an unknown choice) as one line, not
+    the usage block; subcommand parsers inherit the class."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
@@ -33,7 +43,7 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
     g.add_argument("--dtype", choices=list(DTYPES), default=default(d.dtype), help=f"default {d.dtype}")
     g.add_argument("--causal", action="store_true", default=default(False), help="causal attention (is_causal=True)")
     g.add_argument("--mask", choices=list(MASKS), default=default(None), help="attention mask (default none; --causal means causal)")
-    g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help="forward, or forward+backward")
+    g.add_argument("--direction", choices=list(DIRECTIONS), default=default(d.direction), help=f"forward, or forward+backward (default {d.direction})")
     g.add_argument("--device", default=default("auto"), help=f"{SPEC_HELP}; default auto")
     g.add_argument(
         "--backends", default=default(",".join(b.short for b in ALL_BACKENDS)),
@@ -51,7 +61,7 @@ def _add_workload_options(parser: argparse.ArgumentParser, inherited: bool = Fal
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrorParser(
         prog="sdpa-tui",
         description="Live monitor of which scaled_dot_product_attention kernel runs, and how fast.",
     )
@@ -66,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_live_metrics_options(parser)
     add_devices_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="{report,sweep,watch,compare,exporter,serve}")
-    report = sub.add_parser("report", help="measure for a few seconds and print the comparison table (no UI)")
+    report = sub.add_parser(
+        "report", help="measure for a few seconds and print the comparison table (no UI)",
+        description="Measure every enabled backend for a few seconds with one engine process, without a UI; "
+        "print the comparison table, SDPA's pick and whether another backend beats it.",
+    )
     _add_workload_options(report, inherited=True)
     add_devices_option(report, inherited=True)
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
@@ -103,9 +117,9 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help=f"address to listen on (default {DEFAULT_ADDRESS}: this machine only; reach it with ssh -L)",
     )
     g.add_argument("--public-url", metavar="URL", help="the URL browsers use, when it differs from http://ADDRESS:PORT")
-    g.add_argument("--export-dir", default=argparse.SUPPRESS, help="where snapshots go")
+    g.add_argument("--export-dir", default=argparse.SUPPRESS, help="where snapshots go (default ./sdpa-tui-exports)")
     g.add_argument("--engine-memory-mib", type=float, default=argparse.SUPPRESS, metavar="MIB",
-                   help="as for the live monitor")
+                   help=f"as for the live monitor (default {ENGINE_MEMORY_MIB:g}; 0: never)")
 
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
@@ -167,12 +181,14 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
             raise ValueError("--priority does not apply with --legacy-api: the legacy sdp_kernel has no priority order")
         if not DEVICE_SPEC.match(args.device):
             raise ValueError(f"--device must be {SPEC_HELP}, got {args.device!r}")
-        if getattr(args, "duration", 1.0) <= 0:
-            raise ValueError("--duration must be positive")
+        duration = getattr(args, "duration", 1.0)
+        if not (duration > 0 and math.isfinite(duration)):  # nan and inf would measure forever
+            raise ValueError(f"--duration must be a positive number of seconds, got {duration:g}")
         check_live_metrics_options(args)
         if not args.engine_memory_mib >= 0:  # nan too
             raise ValueError(f"--engine-memory-mib must be 0 (never) or more, got {args.engine_memory_mib:g}")
         resolve_devices(args)
+        check_output_paths(args)
     except ValueError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui: error: {exc}\n")
     return args, workload, backends

@@ -34,14 +34,15 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             err.print(f"[bold red]sdpa-tui: the engine failed:[/] {exc}")
             return EXIT_ENGINE
     out.print(rich_report(session, out.width))
-    try:
-        if args.json:
-            write_text_atomic(args.json, json.dumps(report_dict(session), indent=2) + "\n")
-            err.print(f"wrote {args.json}")
-        if args.markdown:
-            write_text_atomic(args.markdown, markdown_report(session))
-            err.print(f"wrote {args.markdown}")
-    except OSError as exc:
-        err.print(f"[bold red]sdpa-tui: could not write {exc.filename}:[/] {exc.strerror}")
-        return EXIT_ENGINE
+    for path, text in ((args.json, lambda: json.dumps(report_dict(session), indent=2) + "\n"),
+                       (args.markdown, lambda: markdown_report(session))):
+        if not path:
+            continue
+        try:
+            write_text_atomic(path, text())
+        except OSError as exc:  # the user's path, not the temporary file's; one line
+            err.print(f"[bold red]sdpa-tui: could not write {path}:[/] {exc.strerror or exc}",
+                      soft_wrap=True, highlight=False)
+            return EXIT_ENGINE
+        err.print(f"wrote {path}")
     return 0

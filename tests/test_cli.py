@@ -64,6 +64,9 @@ def test_bad_workloads_exit_2_with_one_line(prefix, argv, names, capsys):
         (["report", "--backends", "foo"], "foo"),
         (["report", "--duration", "0"], "--duration"),
         (["report", "--duration", "-1"], "--duration"),
+        (["report", "--duration", "nan"], "--duration"),  # nan > 0 is false too: it measured forever
+        (["report", "--duration", "inf"], "--duration"),
+        (["sweep", "--seq", "128", "--duration", "nan"], "--duration"),
         (["--engine-memory-mib", "-1"], "--engine-memory-mib"),
         (["--engine-memory-mib", "nan"], "--engine-memory-mib"),
     ],
@@ -75,12 +78,20 @@ def test_bad_options_exit_2_with_one_line(argv, names, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--batch", "1.5"], ["--seq", "many"], ["--dtype", "fp64"], ["report", "--mask", "diagonal"],
-             ["--engine-memory-mib", "lots"]]
+    "argv, names",
+    [
+        (["--batch", "1.5"], "--batch"), (["--seq", "many"], "--seq"), (["--dtype", "fp64"], "--dtype"),
+        (["report", "--mask", "diagonal"], "--mask"), (["--engine-memory-mib", "lots"], "--engine-memory-mib"),
+        (["report", "--batch", "x"], "--batch"), (["--metrics-port", "x"], "--metrics-port"),
+        (["exporter", "--port", "x"], "--port"), (["serve", "--port", "x"], "--port"),
+        (["compare", "a.json"], "B"), (["compare", "a", "b", "--json", "--markdown"], "--markdown"),
+    ],
 )
-def test_malformed_values_exit_2(argv, capsys):
+def test_malformed_values_exit_2_with_one_line(argv, names, capsys):
+    """argparse's own errors: one line naming the option, not the usage block."""
     err = refuse(argv, capsys)
-    assert "error:" in err.strip().splitlines()[-1]
+    assert err.count("\n") == 1 and "error:" in err and names in err, err
+    assert "--help" in err and "usage:" not in err, err
 
 
 def test_defaults():
@@ -161,3 +172,40 @@ def test_report_with_a_bad_workload_exits_2_without_importing_torch(tmp_path):
     assert proc.stderr.startswith("sdpa-tui: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert "seq" in proc.stderr
     assert not marker.exists(), "torch was imported"
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["report", "--json", "{missing}/r.json"], ["--json", "does not exist"]),
+        (["report", "--markdown", "{tmp}"], ["--markdown", "is a directory"]),
+        (["sweep", "--seq", "128", "--csv", "{missing}/s.csv"], ["--csv", "does not exist"]),
+        (["sweep", "--seq", "128", "--json", "{tmp}"], ["--json", "is a directory"]),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_before_measuring(argv, words, tmp_path, capsys):
+    """report measured for seconds, then failed with exit 1 naming a temporary file, on two lines."""
+    argv = [a.format(missing=tmp_path / "no-such-folder", tmp=tmp_path) for a in argv]
+    err = refuse(argv, capsys)
+    assert err.count("\n") == 1 and err.startswith("sdpa-tui: error: "), err
+    assert all(w in err for w in words), err
+
+
+def test_output_files_in_an_existing_folder_are_accepted(tmp_path):
+    args, _, _ = cli.parse(["report", "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")])
+    assert args.json.endswith("r.json")
+    assert cli.parse(["compare", "a.json", "b.json", "--json"])[0].json is True  # a switch there, not a path
+
+
+@pytest.mark.parametrize("command", ["report", "sweep", "compare", "exporter", "serve"])
+def test_every_subcommand_help_has_a_description_and_shows_defaults(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.parse([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert not out.split("\n\n")[1].startswith(("options:", "positional")), out  # a description under the usage
+    text = " ".join(out.split())
+    if command != "compare":
+        assert "forward, or forward+backward (default fwd)" in text
+    if command == "serve":
+        assert "where snapshots go (default ./sdpa-tui-exports)" in text and "(default 1024; 0: never)" in text

@@ -128,6 +128,18 @@ def test_the_engine_says_why_it_runs_on_the_cpu():
         resolve_device("cuda")
 
 
+def test_the_cpu_environment_names_torchs_default_priority_order():
+    """report --json on the CPU wrote ``environment.default_priority_order: []`` beside a filled
+    ``dispatch.priority_order``: torch has an order on the CPU too."""
+    torch = pytest.importorskip("torch")
+    from sdpa_tui.engine.dispatch import priority_order
+    from sdpa_tui.engine.environment import describe
+
+    env = describe(torch.device("cpu"), ())
+    assert env.default_priority_order == priority_order()
+    assert "MATH" in env.default_priority_order
+
+
 @pytest.mark.parametrize("command", ["report", "sweep"])
 def test_the_real_command_exits_2_without_importing_torch(command, tmp_path):
     """``sdpa-tui report --device cuda:7``: exit 2, one line, no engine (torch never imported).

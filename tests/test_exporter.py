@@ -177,7 +177,7 @@ def test_a_port_in_use_exits_2_with_one_line(capsys):
     with _busy_port() as busy:
         code = main(["exporter", "--port", str(busy.getsockname()[1]), *CPU_WORKLOAD])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "in use" in err
+    assert code == 2 and err.count("\n") == 1 and "in use: choose another port" in err
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -213,7 +213,7 @@ def test_the_live_monitor_refuses_a_port_in_use(capsys, monkeypatch):
         args, workload, backends = cli.parse(["--metrics-port", str(busy.getsockname()[1]), *CPU_WORKLOAD])
         code = launch.run_app(args, workload, backends)
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "in use" in err
+    assert code == 2 and err.count("\n") == 1 and "in use: choose another port" in err
 
 
 def test_a_non_loopback_address_is_said_once_served(tmp_path):

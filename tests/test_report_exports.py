@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 import statistics
 from pathlib import Path
 
@@ -275,3 +277,13 @@ def test_write_text_atomic(tmp_path, session):
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left behind
     with pytest.raises(OSError):
         write_text_atomic(tmp_path / "missing-dir" / "report.md", "x")
+
+
+def test_write_text_atomic_gives_the_file_the_usual_mode(tmp_path):
+    """It kept mkstemp's 0600: a report written for colleagues was readable by its owner only."""
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644

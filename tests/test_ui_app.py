@@ -14,7 +14,7 @@ from textual.widgets import Button, Input
 
 from sdpa_tui.core import kernel_names
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, KernelCapture, Ready, Sample
+from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Environment, KernelCapture, Ready, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.ui import app as app_module
@@ -621,3 +621,16 @@ async def test_a_contended_host_cpu_is_said_in_the_header(monkeypatch) -> None:
         await live(pilot, engine)
         await settle(pilot, until=lambda: "CONTENDED" in widget_text(app, "#header"))
         assert "CPU CONTENDED 42%: eager times read high" in widget_text(app, "#header")  # an H200 engine
+
+
+@pytest.mark.parametrize("why", ["this torch build has no CUDA", "--device cpu"])
+async def test_the_header_says_cpu_mode_and_why_first_at_80_columns(why) -> None:
+    """At 80x24 the header showed "CPU: AMD EPYC, 1 thread · torch 2…": neither CPU MODE nor why."""
+    cpu = Environment(device="cpu", device_name="AMD EPYC", torch_version="2.13.0+cpu", cpu_threads=1,
+                      notes=(f"CPU mode: {why}",))
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        engine.feed(app, [Ready(cpu)])
+        await settle(pilot, until=lambda: "CPU MODE" in widget_text(app, "#header"))
+        first = widget_text(app, "#header").splitlines()[0]
+        assert f"CPU MODE ({why})" in first, first

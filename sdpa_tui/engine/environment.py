@@ -64,6 +64,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
         cuda_version=torch.version.cuda,
         cudnn_version=cudnn_text,
         cpu_threads=torch.get_num_threads(),
+        default_priority_order=priority_order(),  # the CPU has one too (empty JSON list before)
         notes=notes,
     )
 

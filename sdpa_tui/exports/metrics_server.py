@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 from dataclasses import dataclass
 from wsgiref.simple_server import WSGIServer
@@ -45,5 +46,6 @@ def serve_metrics(collector: Collector, port: int, address: str = DEFAULT_ADDRES
     try:
         server, thread = start_http_server(port, addr=address, registry=registry)
     except OSError as exc:
-        raise MetricsServerError(f"cannot serve metrics on {address} port {port}: {exc.strerror or exc}") from None
+        hint = ": choose another port" if exc.errno == errno.EADDRINUSE else ""  # as serve says it
+        raise MetricsServerError(f"cannot serve metrics on {address} port {port}: {exc.strerror or exc}{hint}") from None
     return MetricsServer(server, thread, address)

@@ -26,6 +26,9 @@ class EnvironmentHeader(Static):
         if paused:
             text.append("PAUSED", style="bold black on yellow")
             text.append(" ")
+        if env is not None and env.is_cpu:  # first, with why: the environment line is cut at 80 columns
+            text.append(cpu_mode_badge(env), style="bold black on yellow")
+            text.append(" ")
         if disturbed:
             text.append(disturbed, style="bold black on yellow")
             text.append(" ")
@@ -36,8 +39,6 @@ class EnvironmentHeader(Static):
                 text.append(engine_state, style="bold red")
                 text.append(" · ")
             text.append(environment_line(env))
-            if env.is_cpu:
-                text.append("  CPU MODE", style="bold black on yellow")
         text.append("\nworkload ", style="bold")
         w = workload
         text.append(
@@ -45,3 +46,11 @@ class EnvironmentHeader(Static):
             f"head dim {w.head_dim} · {w.dtype} · mask {w.mask} · {w.direction}"
         )
         self.update(text, layout=False)
+
+
+def cpu_mode_badge(env: Environment) -> str:
+    """``CPU MODE (why)``, the why from the engine's note (no CUDA in this torch build, no GPU
+    visible, or ``--device cpu``)."""
+    prefix = "CPU mode: "
+    why = next((note[len(prefix):] for note in env.notes if note.startswith(prefix)), "")
+    return f"CPU MODE ({why})" if why else "CPU MODE"
