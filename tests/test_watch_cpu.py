@@ -143,3 +143,16 @@ def test_lab_workload_from_a_call():
     workload, differences = lab_workload(sig)
     assert (workload.heads, workload.kv_heads, workload.mask, workload.direction) == (8, 2, "padding", "fwd+bwd")
     assert differences and "bool mask" in differences[0]
+
+
+def test_flag_changes_in_a_loop_reuse_their_signature(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "flag_loop.py"))
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    assert sorted(c["count"] for c in calls) == [1, 3, 3, 3], [(c["flags"], c["priority"], c["count"]) for c in calls]
+    by_line = {int(c["site"].rsplit(":", 1)[1]): c for c in calls}
+    assert by_line[10]["flags"] == ["FLASH_ATTENTION", "MATH"] and by_line[10]["priority"][:2] == ["MATH", "FLASH_ATTENTION"]
+    assert "no priority order" in by_line[10]["why_not"]["MATH"]  # the CPU takes its flash kernel first
+    assert by_line[12]["flags"] == ["MATH"] and by_line[12]["backend"] == "MATH" and by_line[12]["count"] == 3
+    assert by_line[13]["count"] == 3 and by_line[13]["priority"][0] == "FLASH_ATTENTION"
+    assert by_line[15]["count"] == 1 and "flag is off" in by_line[15]["why_not"]["MATH"]

@@ -25,6 +25,7 @@ from ..core.watched_calls import CPU_KERNELS_NOTE, CallSignature, CallStats, Pro
 from . import choice, origin
 from .bursts import RANGE_PREFIX, KernelBursts, read_profile
 from .channel import StateSender
+from .flag_state import FlagState
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -49,7 +50,7 @@ class Probe:
         self.entries: list[_Entry] = []
         self.pending: deque = deque()
         self.special = False  # a burst is due or running: calls take the slow path
-        self.priority_generation = 0
+        self.flag_state = FlagState()
         self.compiled: list[str] = []
         self.compiled_kernels: list[str] = []
         self.bursts = KernelBursts()
@@ -67,8 +68,7 @@ class Probe:
             entry = self.table.get(key)
             if entry is not None:
                 return entry
-            flags = tuple(name for name, on in zip(
-                ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), key[11:15]) if on)
+            flags = self.flag_state.flags(key[-1])
             signature = CallSignature(
                 q_shape=tuple(q.shape), kv_shape=tuple(k.shape), dtype=str(q.dtype), device=str(q.device),
                 mask="none" if mask is None else ("bool" if mask.dtype == torch.bool else "float"),
@@ -88,6 +88,10 @@ class Probe:
             entry = _Entry(stats, len(self.entries), q.device.type == "cuda")
             self.entries.append(entry)
             self.table[key] = entry
+            # Torch may set its priority order at the first choice: the same call, keyed on the new state.
+            token = self.flag_state.refresh()
+            if token != key[-1]:
+                self.table[key[:-1] + (token,)] = entry
             if entry.cuda:
                 self.bursts.arm()
             self._ensure_thread()
@@ -145,6 +149,7 @@ class Probe:
     def _run(self) -> None:
         while not self._stop.wait(SEND_EVERY_S):
             try:
+                self.flag_state.refresh()  # a change made other than through torch's setters
                 self.collect()
                 if self.bursts.poll():
                     self.special = True
@@ -212,7 +217,7 @@ class Probe:
     def after_fork_in_child(self) -> None:
         """A forked child counts its own calls, on its own connection and thread."""
         self._lock = threading.Lock()
-        self.table = {}
+        self.table.clear()  # the wrapper holds this dict
         self.entries = []
         self.pending = deque()
         self.bursts = KernelBursts()
@@ -220,35 +225,36 @@ class Probe:
         self._thread_pid = -1
         self._stop = threading.Event()
         self._last_sent = None
+        self.flag_state.after_fork_in_child()
         if self.sender is not None:
             self.sender.reset_after_fork()
 
 
 def make_wrapper(original, probe: Probe):
-    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``."""
-    table = probe.table
+    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``.
+
+    The key is the cheapest that decides the backend: the three ``torch.Size`` objects, dtype,
+    device, the mask's dtype and shape, the scalar arguments, whether autograd records the
+    call, and the flag state's token (an int, refreshed only when flags or priority change).
+    """
+    table = probe.table  # cleared in place after a fork, never replaced
+    flag_state = probe.flag_state
     is_compiling = torch.compiler.is_compiling
     grad_enabled = torch.is_grad_enabled
-    c = torch._C
-    flash, efficient, math, cudnn = (c._get_flash_sdp_enabled, c._get_mem_efficient_sdp_enabled,
-                                     c._get_math_sdp_enabled, c._get_cudnn_sdp_enabled)
     mask_bits = TIME_EVERY - 1
 
     def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                      scale=None, enable_gqa=False):
         if is_compiling():
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        nonlocal table
         try:
             signature = (
                 query.shape, key.shape, value.shape, query.dtype, query.device,
                 None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
                 is_causal, dropout_p, scale, enable_gqa,
                 grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
-                flash(), efficient(), math(), cudnn(), probe.priority_generation,
+                flag_state.token,
             )
-            if probe.table is not table:  # replaced after a fork
-                table = probe.table
             entry = table.get(signature)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -259,24 +265,13 @@ def make_wrapper(original, probe: Probe):
         if count & mask_bits == 0 or count <= TIME_FIRST:
             return probe.timed_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
                                     enable_gqa)
+        if scale is None and not enable_gqa:  # fewer keywords for torch's argument parser to read
+            return original(query, key, value, attn_mask, dropout_p, is_causal)
         return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
 
     scaled_dot_product_attention.__doc__ = original.__doc__
     scaled_dot_product_attention.__wrapped__ = original
     return scaled_dot_product_attention
-
-
-def _watch_priority(probe: Probe) -> None:
-    """Bump a generation when the priority order is set, so it is part of a call's key."""
-    setter = getattr(torch._C, "_set_sdp_priority_order", None)
-    if setter is None:
-        return
-
-    def set_priority_order(order):
-        probe.priority_generation += 1
-        return setter(order)
-
-    torch._C._set_sdp_priority_order = set_priority_order
 
 
 def _watch_compile(probe: Probe) -> None:
@@ -316,7 +311,7 @@ def install(sender: StateSender | None) -> Probe:
     probe = Probe(sender)
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
-    _watch_priority(probe)
+    probe.flag_state.watch_setters()
     _watch_compile(probe)
     os.register_at_fork(after_in_child=probe.after_fork_in_child)
     return probe
