@@ -156,3 +156,14 @@ def test_flag_changes_in_a_loop_reuse_their_signature(tmp_path):
     assert by_line[12]["flags"] == ["MATH"] and by_line[12]["backend"] == "MATH" and by_line[12]["count"] == 3
     assert by_line[13]["count"] == 3 and by_line[13]["priority"][0] == "FLASH_ATTENTION"
     assert by_line[15]["count"] == 1 and "flag is off" in by_line[15]["why_not"]["MATH"]
+
+
+def test_kernels_in_ranges_of_a_real_h100_trace():
+    from sdpa_tui.core.trace import kernels_in_ranges, load_trace
+
+    trace = load_trace(ROOT / "tests" / "fixtures" / "traces" / "h100-torch2.11" / "CUDNN_ATTENTION_fwd_bwd_2calls.json")
+    found = kernels_in_ranges(trace, "sdpa_tui.")
+    assert list(found) == ["sdpa_tui.call"]
+    assert any(k.startswith("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") for k in found["sdpa_tui.call"])
+    assert len(found["sdpa_tui.call"]) == len(set(found["sdpa_tui.call"]))
+    assert kernels_in_ranges(trace, "Torch-Compiled Region") == {}

@@ -10,6 +10,7 @@ forwards (no graph break). A background thread sends the state to the parent twi
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -93,7 +94,8 @@ class Probe:
             if token != key[-1]:
                 self.table[key[:-1] + (token,)] = entry
             if entry.cuda:
-                self.bursts.arm()
+                self.bursts.signature_seen()
+                self.special = self.special or self.bursts.due
             self._ensure_thread()
             return entry
 
@@ -110,13 +112,15 @@ class Probe:
         return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
     def timed_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
-        if entry.cuda:
+        if entry.cuda and not torch.cuda.is_current_stream_capturing():  # no timing events in a CUDA graph
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
             end.record()
             self.pending.append((entry, start, end))
             return out
+        if entry.cuda:
+            return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         t0 = time.perf_counter_ns()
         out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         samples = entry.stats.host_us
@@ -275,7 +279,7 @@ def make_wrapper(original, probe: Probe):
 
 
 def _watch_compile(probe: Probe) -> None:
-    """Record what ``torch.compile`` is given; compiled modules get burst hooks (their calls skip the wrapper)."""
+    """Record what ``torch.compile`` is given; its result ticks the bursts (its calls skip the wrapper)."""
     compile_ = torch.compile
 
     def compile(model=None, **kwargs):  # noqa: A001 - torch's name
@@ -284,24 +288,53 @@ def _watch_compile(probe: Probe) -> None:
         name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
         probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
         compiled = compile_(model, **kwargs)
+        calls = [0]
+
+        def tick(*_) -> None:
+            calls[0] += 1
+            _compiled_tick(probe, calls[0])
+
         if isinstance(compiled, torch.nn.Module):
-            compiled.register_forward_pre_hook(lambda *_: _compiled_tick(probe))
-            compiled.register_forward_hook(lambda *_: _compiled_tick(probe))
-        return compiled
+            compiled.register_forward_pre_hook(tick)
+            compiled.register_forward_hook(lambda *_: _compiled_tick(probe, 0))
+            return compiled
+        if not callable(compiled):
+            return compiled
+        is_compiling = torch.compiler.is_compiling
+
+        @functools.wraps(compiled)
+        def run_compiled(*args, **kw):
+            if is_compiling():  # called from another compiled region: Dynamo sees torch's callable only
+                return compiled(*args, **kw)
+            tick()
+            try:
+                return compiled(*args, **kw)
+            finally:
+                _compiled_tick(probe, 0)
+
+        return run_compiled
 
     compile.__doc__ = compile_.__doc__
     compile.__wrapped__ = compile_
     torch.compile = compile
 
 
-def _compiled_tick(probe: Probe) -> None:
-    if torch.cuda.is_initialized():
-        probe.bursts.arm()
-        probe._ensure_thread()
-    if probe.special:
-        probe.burst_tick()
-        if probe.bursts.active:
-            probe.bursts.calls += 1
+def _compiled_tick(probe: Probe, call: int) -> None:
+    """Before (``call`` ≥ 1: its number) and after (0) a compiled callable runs, on the calling thread."""
+    try:
+        if call and torch.cuda.is_initialized():
+            if call == 2:  # the first call compiles: its second is the first that runs what the program will
+                probe.bursts.signature_seen()
+            else:
+                probe.bursts.arm()
+            probe._ensure_thread()
+            probe.special = probe.special or probe.bursts.due
+        if probe.special:
+            probe.burst_tick()
+            if probe.bursts.active:
+                probe.bursts.calls += 1
+    except Exception:  # noqa: BLE001 - the probe never takes the program down
+        pass
 
 
 def install(sender: StateSender | None) -> Probe:
