@@ -108,6 +108,8 @@ class Probe:
             if self.bursts.active:
                 self.bursts.calls += 1
                 with record_function(f"{RANGE_PREFIX}{entry.index}"):
+                    if entry.count <= TIME_FIRST:  # a short program may make every call inside a burst
+                        return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
                     return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
@@ -210,6 +212,10 @@ class Probe:
     def finish(self, error: str = "") -> None:
         """At the program's end (or crash): last burst stopped, events read, the final state sent."""
         self.error = error
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
+            thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
         try:
             if self.bursts.active:
                 self.bursts.stop()
