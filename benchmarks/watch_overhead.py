@@ -1,8 +1,9 @@
 """Host time added per SDPA call by ``sdpa-tui watch``'s wrapper (fast path), with and without it.
 
 Prints a table and writes JSON. Shapes: a tiny one and the blog's [2, 8, 512, 64] (fp16 on CUDA,
-fp32 on the CPU). Interleaved repeats, the minimum per variant (the least-disturbed run).
-Then a real model's step: a transformers Llama from a config with random weights (no download),
+fp32 on the CPU). Interleaved repeats (alternating which goes first), the minimum per variant (the least-disturbed run).
+On the CPU torch runs on one thread (a shared machine's other cores make a multi-threaded
+step's time swing by more than the wrapper costs). Then a real model's step: a transformers Llama from a config with random weights (no download),
 forward + backward + SGD step, timed with the plain function and with the wrapper in place.
 """
 
@@ -15,6 +16,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from recorded import command_line
 
 from sdpa_tui.watch.probe import install
 
@@ -31,6 +33,12 @@ def per_call_us(q, calls: int) -> float:
     if q.is_cuda:
         torch.cuda.synchronize()
     return (time.perf_counter() - t0) / calls * 1e6
+
+
+def _order(i: int, original, wrapper):
+    """Plain first on even repeats, watched first on odd ones: neither gets the warmer turn."""
+    pairs = [("plain", original), ("watched", wrapper)]
+    return pairs if i % 2 == 0 else pairs[::-1]
 
 
 def llama_step(device: torch.device):
@@ -74,8 +82,8 @@ def model_row(device: torch.device, original, wrapper, repeats: int, steps: int)
     for fn in (original, wrapper):
         F.scaled_dot_product_attention = fn
         per_step_ms(step, 2, device.type == "cuda")  # warm-up, and the wrapper's first calls
-    for _ in range(repeats):
-        for name, fn in (("plain", original), ("watched", wrapper)):
+    for i in range(repeats):
+        for name, fn in _order(i, original, wrapper):
             F.scaled_dot_product_attention = fn
             best[name] = min(best[name], per_step_ms(step, steps, device.type == "cuda"))
     F.scaled_dot_product_attention = original
@@ -87,10 +95,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=10, help="model steps per timed run (0: no model row)")
+    parser.add_argument("--steps", type=int, default=5, help="model steps per timed run (0: no model row)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     device = torch.device(args.device)
+    if device.type == "cpu":
+        torch.set_num_threads(1)
     dtype = torch.float16 if device.type == "cuda" else torch.float32
     original = F.scaled_dot_product_attention
     probe = install(None)
@@ -103,19 +113,20 @@ def main() -> None:
             F.scaled_dot_product_attention = fn
             per_call_us(q, max(10, calls // 10))  # warm-up, and the wrapper's first call
         best = {"plain": float("inf"), "watched": float("inf")}
-        for _ in range(args.repeats):
-            for name, fn in (("plain", original), ("watched", wrapper)):
+        for i in range(args.repeats):
+            for name, fn in _order(i, original, wrapper):
                 F.scaled_dot_product_attention = fn
                 best[name] = min(best[name], per_call_us(q, calls))
         rows.append({"shape": label, "dtype": str(dtype), "calls": calls, "plain_us": best["plain"],
                      "watched_us": best["watched"], "added_us": best["watched"] - best["plain"]})
     F.scaled_dot_product_attention = original
-    model = model_row(device, original, wrapper, args.repeats, args.steps) if args.steps else None
+    model = model_row(device, original, wrapper, args.repeats * 2, args.steps) if args.steps else None
     print(f"{'shape':<22} {'plain µs':>10} {'watched µs':>11} {'added µs':>9}")
     for r in rows:
         print(f"{r['shape']:<22} {r['plain_us']:>10.2f} {r['watched_us']:>11.2f} {r['added_us']:>9.2f}")
     result = {"device": str(device), "machine": platform.node() if device.type == "cpu" else torch.cuda.get_device_name(),
-              "processor": platform.processor(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+              "processor": platform.processor(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "threads": torch.get_num_threads(),
+              "command": command_line(),
               "counted": sum(e.count for e in probe.entries), "rows": rows, "model_step": model}
     if model:
         print(f"{model['model']}: {model['plain_ms']:.2f} ms per step plain, {model['watched_ms']:.2f} ms watched "
