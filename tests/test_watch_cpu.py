@@ -167,3 +167,22 @@ def test_kernels_in_ranges_of_a_real_h100_trace():
     assert any(k.startswith("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") for k in found["sdpa_tui.call"])
     assert len(found["sdpa_tui.call"]) == len(set(found["sdpa_tui.call"]))
     assert kernels_in_ranges(trace, "Torch-Compiled Region") == {}
+
+
+def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
+    from sdpa_tui.watch import bursts
+
+    schedule = bursts.KernelBursts()
+    schedule.signature_seen()
+    assert schedule.due, "the first CUDA signature: its kernels are read at once"
+    schedule.due = False
+    schedule._ended = time.monotonic()  # a burst has just stopped
+    schedule.signature_seen()
+    assert not schedule.due and not schedule.poll()
+    schedule._ended -= bursts.NEW_SIGNATURE_GAP_S
+    assert schedule.poll(), "the background thread makes it due once the gap has passed"
+    schedule.due = False
+    for _ in range(bursts.NEW_SIGNATURE_BURSTS):
+        schedule.signature_seen()
+        schedule.due = False
+    assert not schedule.poll()  # the timed schedule is seconds away; new signatures have had their bursts

@@ -71,8 +71,8 @@ def test_compiled_attention_is_named_its_kernels_seen_and_dynamo_unchanged(tmp_p
     program = (sys.executable, str(PROGRAMS / "compiled_attention.py"))
     proc, report = watch(tmp_path, *program)
     assert proc.returncode == 0, proc.stderr
-    watched = json.loads(proc.stdout.splitlines()[0])
-    alone = json.loads(plain(*program).strip().splitlines()[-1])
+    watched, alone = (json.loads(next(line for line in out.splitlines() if line.startswith('{"dynamo"')))
+                      for out in (proc.stdout, plain(*program)))
     assert watched["dynamo"] == alone["dynamo"], "watch added a graph break or a recompile"
     assert watched["total"] == alone["total"]
     compiled = report["compiled"]

@@ -115,10 +115,11 @@ class Probe:
 
     def timed_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
         if entry.cuda and not torch.cuda.is_current_stream_capturing():  # no timing events in a CUDA graph
+            stream = torch.cuda.current_stream(q.device)  # the call's device, not the current one
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start.record(stream)
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-            end.record()
+            end.record(stream)
             self.pending.append((entry, start, end))
             return out
         if entry.cuda:
