@@ -36,7 +36,8 @@ NEW_SIGNATURE_BURSTS = 8
 
 
 class KernelBursts:
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled  # off: never due (benchmarks of the wrapper's steady state)
         self.due = False
         self.active = False
         self.calls = 0
@@ -51,13 +52,13 @@ class KernelBursts:
 
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
-        if self._origin is None:
+        if self._origin is None and self.enabled:
             self._origin = time.monotonic()
 
     def signature_seen(self) -> None:
         """A new CUDA signature (calling thread): a burst is due unless one runs or one just ended."""
         self.arm()
-        if self.active or self._for_new >= NEW_SIGNATURE_BURSTS:
+        if not self.enabled or self.active or self._for_new >= NEW_SIGNATURE_BURSTS:
             return
         if time.monotonic() - self._ended >= NEW_SIGNATURE_GAP_S:
             self.due, self._uncovered = True, False
@@ -73,6 +74,8 @@ class KernelBursts:
 
     def poll(self) -> bool:
         """Background thread: is a burst due? (Only sets a flag; the wrapper starts it.)"""
+        if not self.enabled:
+            return False
         due = self.next_due()
         now = time.monotonic()
         if due is not None and not self.active and now >= due:

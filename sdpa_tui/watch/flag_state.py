@@ -36,6 +36,7 @@ class FlagState:
         self._states: list[tuple] = []
         self._lock = threading.Lock()
         self.token = 0
+        self.frozen = False  # while the probe forces a backend to read a reason: not the program's flags
         self.refresh()
 
     def read(self) -> tuple:
@@ -45,7 +46,9 @@ class FlagState:
         return flags, priority, others
 
     def refresh(self) -> int:
-        """Re-read torch's state; returns the token now in force."""
+        """Re-read torch's state; returns the token now in force (unchanged while frozen)."""
+        if self.frozen:
+            return self.token
         with self._lock:
             state = self.read()
             token = self._ids.get(state)

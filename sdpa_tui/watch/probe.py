@@ -45,16 +45,17 @@ class _Entry:
 
 
 class Probe:
-    def __init__(self, sender: StateSender | None) -> None:
+    def __init__(self, sender: StateSender | None, kernel_bursts: bool = True) -> None:
         self.sender = sender
         self.table: dict[tuple, _Entry] = {}
         self.entries: list[_Entry] = []
         self.pending: deque = deque()
-        self.special = False  # a burst is due or running: calls take the slow path
+        self.special = False  # a burst is due or running, or a first call is probing: calls take the slow path
+        self.probing = False
         self.flag_state = FlagState()
         self.compiled: list[str] = []
         self.compiled_kernels: list[str] = []
-        self.bursts = KernelBursts()
+        self.bursts = KernelBursts(kernel_bursts)
         self.original = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -79,11 +80,17 @@ class Probe:
             )
             frame = origin.caller_frame(2)
             stats = CallStats(signature, site=origin.call_site(frame), module=origin.module_path(frame))
+            # On the CPU a reason is read by forcing one backend (global flags) for a moment: other
+            # threads' calls wait on the slow path meanwhile, and the forced flags make no signature.
+            self.probing, self.special, self.flag_state.frozen = True, True, True
             try:
                 stats.backend, stats.choice_error = choice.chosen_backend(q, k, v, mask, dropout_p, causal, scale, gqa)
                 stats.why_not = choice.why_not(stats.backend, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
             except Exception as exc:  # noqa: BLE001 - explaining must never break the program
                 stats.choice_error = f"sdpa-tui could not ask torch: {exc}"
+            finally:
+                self.flag_state.frozen, self.probing = False, False
+                self.special = self.bursts.active or self.bursts.due
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = _Entry(stats, len(self.entries), q.device.type == "cuda")
@@ -102,6 +109,9 @@ class Probe:
     def slow_call(self, key, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
         if entry is None:
             entry = self.first_call(key, q, k, v, mask, dropout_p, causal, scale, gqa)
+        elif self.probing:  # another thread has forced a backend for a moment: wait until it is restored
+            with self._lock:
+                pass
         entry.count += 1
         if self.special:
             self.burst_tick()
@@ -231,7 +241,7 @@ class Probe:
         self.table.clear()  # the wrapper holds this dict
         self.entries = []
         self.pending = deque()
-        self.bursts = KernelBursts()
+        self.bursts = KernelBursts(self.bursts.enabled)
         self.special = False
         self._thread_pid = -1
         self._stop = threading.Event()
@@ -344,11 +354,11 @@ def _compiled_tick(probe: Probe, call: int) -> None:
         pass
 
 
-def install(sender: StateSender | None) -> Probe:
+def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
     import torch.nn.functional as F
 
-    probe = Probe(sender)
+    probe = Probe(sender, kernel_bursts)
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
     probe.flag_state.watch_setters()
