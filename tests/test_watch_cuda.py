@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from sdpa_tui.core.kernel_names import ATTENTION_FAMILIES, identify
-from tests.test_watch_cpu import PROGRAMS, plain, watch
+from test_watch_cpu import PROGRAMS, plain, watch
 
 pytestmark = pytest.mark.cuda
 
