@@ -1,11 +1,13 @@
 """The in-process probe: ``torch.nn.functional.scaled_dot_product_attention`` rebound to a thin wrapper.
 
 Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, scalars,
-autograd, and the flag state's token: see ``flag_state.py``), one dict lookup, one increment. Every ``TIME_EVERY``-th call of a signature (and its first
-few) is timed: CUDA events read later on the background thread (no sync on the hot path), or
-the host clock on the CPU. A signature's first call also finds its call site, module path,
-chosen backend and why-not reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under ``torch.compiler.is_compiling()`` the wrapper only
-forwards (no graph break). A background thread sends the state to the parent twice a second.
+autograd, and the flag state's token: see ``flag_state.py``), one dict lookup, one increment.
+Every ``TIME_EVERY``-th call of a signature (and its first few) is timed: CUDA events read
+later on the background thread (no sync on the hot path), or the host clock on the CPU. A
+signature's first call also finds its call site, module path, chosen backend and why-not
+reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under
+``torch.compiler.is_compiling()`` the wrapper only forwards (no graph break). A background
+thread sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
