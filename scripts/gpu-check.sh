@@ -206,6 +206,17 @@ log() { echo "=== $*"; }
         "$OUT/r/report-small-fresh.json" --markdown > "$OUT/r/compare-h200-$gpu_tag.md"
       echo "compare exit=$?"; cat "$OUT/r/compare-h200-$gpu_tag.md"
       ;;
+    watch)
+      log "watch: cuda tests (plain script, transformers Llama bf16, torch.compile), overhead, a Llama's call table (~3 min)"
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_watch_cuda.py 2>&1 | tail -15
+      python3 benchmarks/watch_overhead.py --device cuda --json "$OUT/r/watch-overhead-cuda.json"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-llama-cuda.json" -- \
+        python3 tests/watch_programs/hf_models.py cuda bfloat16 > "$OUT/r/calls-llama-cuda.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/calls-llama-cuda.txt"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-shapes-cuda.json" -- \
+        python3 tests/watch_programs/cuda_shapes.py > "$OUT/r/calls-shapes-cuda.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/calls-shapes-cuda.txt"
+      ;;
     esac
   done
 } 2>&1 | tee "$OUT/log.txt"

@@ -143,3 +143,46 @@ def test_lab_workload_from_a_call():
     workload, differences = lab_workload(sig)
     assert (workload.heads, workload.kv_heads, workload.mask, workload.direction) == (8, 2, "padding", "fwd+bwd")
     assert differences and "bool mask" in differences[0]
+
+
+def test_flag_changes_in_a_loop_reuse_their_signature(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "flag_loop.py"))
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    assert sorted(c["count"] for c in calls) == [1, 3, 3, 3], [(c["flags"], c["priority"], c["count"]) for c in calls]
+    by_line = {int(c["site"].rsplit(":", 1)[1]): c for c in calls}
+    assert by_line[10]["flags"] == ["FLASH_ATTENTION", "MATH"] and by_line[10]["priority"][:2] == ["MATH", "FLASH_ATTENTION"]
+    assert "no priority order" in by_line[10]["why_not"]["MATH"]  # the CPU takes its flash kernel first
+    assert by_line[12]["flags"] == ["MATH"] and by_line[12]["backend"] == "MATH" and by_line[12]["count"] == 3
+    assert by_line[13]["count"] == 3 and by_line[13]["priority"][0] == "FLASH_ATTENTION"
+    assert by_line[15]["count"] == 1 and "flag is off" in by_line[15]["why_not"]["MATH"]
+
+
+def test_kernels_in_ranges_of_a_real_h100_trace():
+    from sdpa_tui.core.trace import kernels_in_ranges, load_trace
+
+    trace = load_trace(ROOT / "tests" / "fixtures" / "traces" / "h100-torch2.11" / "CUDNN_ATTENTION_fwd_bwd_2calls.json")
+    found = kernels_in_ranges(trace, "sdpa_tui.")
+    assert list(found) == ["sdpa_tui.call"]
+    assert any(k.startswith("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") for k in found["sdpa_tui.call"])
+    assert len(found["sdpa_tui.call"]) == len(set(found["sdpa_tui.call"]))
+    assert kernels_in_ranges(trace, "Torch-Compiled Region") == {}
+
+
+def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
+    from sdpa_tui.watch import bursts
+
+    schedule = bursts.KernelBursts()
+    schedule.signature_seen()
+    assert schedule.due, "the first CUDA signature: its kernels are read at once"
+    schedule.due = False
+    schedule._ended = time.monotonic()  # a burst has just stopped
+    schedule.signature_seen()
+    assert not schedule.due and not schedule.poll()
+    schedule._ended -= bursts.NEW_SIGNATURE_GAP_S
+    assert schedule.poll(), "the background thread makes it due once the gap has passed"
+    schedule.due = False
+    for _ in range(bursts.NEW_SIGNATURE_BURSTS):
+        schedule.signature_seen()
+        schedule.due = False
+    assert not schedule.poll()  # the timed schedule is seconds away; new signatures have had their bursts

@@ -187,3 +187,36 @@ def calls_of(trace: dict[str, Any], annotation: str = ANNOTATION) -> list[list[K
     if _gpu_events(trace):
         return split_calls(trace, annotation)
     return cpu_ops_per_call(trace, annotation)
+
+
+def kernels_in_ranges(trace: dict[str, Any], prefix: str) -> dict[str, list[str]]:
+    """Range name → the GPU activity names launched inside the CPU ranges whose name starts with ``prefix``.
+
+    Ranges are ``record_function`` annotations (or Dynamo's ``Torch-Compiled Region: 0/0``); a
+    launch belongs to a range of the same process whose time contains it, on any thread (as in
+    :func:`split_calls`). Names keep their first-seen order, each once.
+    """
+    ranges = [
+        e for e in trace.get("traceEvents", [])
+        if isinstance(e, dict) and e.get("ph") == "X" and str(e.get("name", "")).startswith(prefix)
+        and e.get("cat") not in (*GPU_CATEGORIES, "gpu_user_annotation") and "dur" in e
+    ]
+    if not ranges:
+        return {}
+    launches: dict[Any, Event] = {}
+    for e in _events(trace, *LAUNCH_CATEGORIES):
+        corr = (e.get("args") or {}).get("correlation")
+        if corr is not None:
+            launches[corr] = e
+    out: dict[str, list[str]] = {}
+    for e in _gpu_events(trace):
+        launch = launches.get((e.get("args") or {}).get("correlation"))
+        if launch is None:
+            continue
+        for r in ranges:
+            if _same_process(r, launch) and _contains(r, launch["ts"]):
+                names = out.setdefault(str(r["name"]), [])
+                if e.get("name") not in names:
+                    names.append(str(e.get("name")))
+                break
+    return out

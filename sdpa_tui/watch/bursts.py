@@ -2,23 +2,27 @@
 
 A profiler must be started on the thread that makes the calls (one started elsewhere
 records nothing of that thread), so the burst starts and stops inside the SDPA wrapper or a
-compiled module's hooks; during a burst each SDPA call runs in a ``record_function`` range
-named after its signature, and the CUDA kernels under a range are that signature's. The
-events are read on the probe's background thread. Kineto's start/stop lines on fd 2 are kept
+compiled function's hooks; during a burst each SDPA call runs in a ``record_function`` range
+named after its signature, and the CUDA kernels launched inside a range are that signature's
+(read from the Chrome trace on the probe's background thread, as the engine reads its own).
+A burst is due when a new CUDA signature (or a compiled function's second call) appears, at
+most ``NEW_SIGNATURE_BURSTS`` times and ``NEW_SIGNATURE_GAP_S`` apart, so that a short program
+still shows its kernels; and on the schedule below. Kineto's start/stop lines on fd 2 are kept
 off the program's stderr.
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
 
 import torch
-from torch.autograd import DeviceType
 
 from ..core.kernel_names import ATTENTION_FAMILIES, identify
+from ..core.trace import kernels_in_ranges
 
 RANGE_PREFIX = "sdpa-tui#"
 COMPILED_PREFIX = "Torch-Compiled Region"
@@ -27,10 +31,13 @@ SCHEDULE_S = (3.0, 30.0)
 EVERY_S = 300.0
 BURST_S = 0.5
 BURST_CALLS = 200
+NEW_SIGNATURE_GAP_S = 0.5
+NEW_SIGNATURE_BURSTS = 8
 
 
 class KernelBursts:
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled  # off: never due (benchmarks of the wrapper's steady state)
         self.due = False
         self.active = False
         self.calls = 0
@@ -38,12 +45,26 @@ class KernelBursts:
         self._started = 0.0
         self._origin: float | None = None
         self._done = 0
+        self._ended = float("-inf")
+        self._for_new = 0
+        self._uncovered = False  # a new signature appeared while no burst could start
         self.finished: list = []  # stopped profilers, read on the background thread
 
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
-        if self._origin is None:
+        if self._origin is None and self.enabled:
             self._origin = time.monotonic()
+
+    def signature_seen(self) -> None:
+        """A new CUDA signature (calling thread): a burst is due unless one runs or one just ended."""
+        self.arm()
+        if not self.enabled or self.active or self._for_new >= NEW_SIGNATURE_BURSTS:
+            return
+        if time.monotonic() - self._ended >= NEW_SIGNATURE_GAP_S:
+            self.due, self._uncovered = True, False
+            self._for_new += 1
+        else:
+            self._uncovered = True
 
     def next_due(self) -> float | None:
         if self._origin is None:
@@ -53,16 +74,23 @@ class KernelBursts:
 
     def poll(self) -> bool:
         """Background thread: is a burst due? (Only sets a flag; the wrapper starts it.)"""
+        if not self.enabled:
+            return False
         due = self.next_due()
-        if due is not None and not self.active and time.monotonic() >= due:
+        now = time.monotonic()
+        if due is not None and not self.active and now >= due:
             self.due = True
+            self._done += 1
+        elif (self._uncovered and not self.active and self._for_new < NEW_SIGNATURE_BURSTS
+              and now - self._ended >= NEW_SIGNATURE_GAP_S):
+            self.due, self._uncovered = True, False
+            self._for_new += 1
         return self.due
 
     def start(self) -> None:
         from torch.profiler import ProfilerActivity, profile
 
         self.due = False
-        self._done += 1
         profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         try:
             _quiet_fd2(profiler.start)
@@ -75,6 +103,7 @@ class KernelBursts:
 
     def stop(self) -> None:
         profiler, self._profiler, self.active = self._profiler, None, False
+        self._ended = time.monotonic()
         if profiler is None:
             return
         try:
@@ -106,31 +135,24 @@ def _is_profiler_noise(line: str) -> bool:
     return any(word in line for word in ("profiler_start", "profiler_stop", "USDT", "CUPTI", "Kineto", "kineto"))
 
 
-def _device_kernels(event) -> Iterable[str]:
-    for kernel in getattr(event, "kernels", ()) or ():
-        yield kernel.name
-    for child in getattr(event, "cpu_children", ()) or ():
-        if getattr(child, "device_type", None) == DeviceType.CUDA:
-            yield child.name
-        else:
-            yield from _device_kernels(child)
-
-
 def read_profile(profiler) -> tuple[dict[int, list[str]], list[str]]:
     """Signature index → kernel names under its ranges; attention kernels under compiled regions."""
+    fd, path = tempfile.mkstemp(prefix="sdpa-tui-watch-", suffix=".json")
+    os.close(fd)
+    try:
+        profiler.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as f:
+            trace = json.load(f)
+    finally:
+        os.unlink(path)
+    del profiler
+    gc.collect()  # the profile object sits in a reference cycle holding the whole Kineto result
     per_signature: dict[int, list[str]] = {}
-    compiled: list[str] = []
-    for event in profiler.events():
-        name = event.name
-        if name.startswith(RANGE_PREFIX):
-            try:
-                index = int(name[len(RANGE_PREFIX):])
-            except ValueError:
-                continue
-            names = per_signature.setdefault(index, [])
-            names.extend(k for k in _device_kernels(event) if k not in names)
-        elif name.startswith(COMPILED_PREFIX):
-            compiled.extend(
-                k for k in _device_kernels(event) if identify(k).family in ATTENTION_FAMILIES and k not in compiled
-            )
-    return per_signature, compiled
+    for name, kernels in kernels_in_ranges(trace, RANGE_PREFIX).items():
+        try:
+            per_signature[int(name[len(RANGE_PREFIX):])] = kernels
+        except ValueError:
+            continue
+    compiled = [k for names in kernels_in_ranges(trace, COMPILED_PREFIX).values() for k in names
+                if identify(k).family in ATTENTION_FAMILIES]
+    return per_signature, list(dict.fromkeys(compiled))

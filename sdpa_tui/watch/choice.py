@@ -63,7 +63,9 @@ def why_not(chosen: str | None, flags: tuple[str, ...], q, k, v, mask, dropout_p
             reasons[backend.value] = "eligible; a fused backend comes first in the priority order"
         else:
             reasons[backend.value] = _cuda_reason(backend, q, k, v, mask, dropout_p, causal, gqa)
-        if reasons[backend.value] == "eligible" and chosen in order and backend.value in order:
+        if reasons[backend.value] == "eligible" and q.device.type == "cpu":
+            reasons[backend.value] = f"eligible; on the CPU SDPA takes {chosen} whenever it can (no priority order)"
+        elif reasons[backend.value] == "eligible" and chosen in order and backend.value in order:
             reasons[backend.value] = f"eligible; {chosen} comes first in the priority order ({', '.join(order)})"
     return reasons
 

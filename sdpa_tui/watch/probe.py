@@ -1,15 +1,18 @@
 """The in-process probe: ``torch.nn.functional.scaled_dot_product_attention`` rebound to a thin wrapper.
 
-Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, flags),
-one dict lookup, one increment. Every ``TIME_EVERY``-th call of a signature (and its first
-few) is timed: CUDA events read later on the background thread (no sync on the hot path), or
-the host clock on the CPU. A signature's first call also finds its call site, module path,
-chosen backend and why-not reasons. Under ``torch.compiler.is_compiling()`` the wrapper only
-forwards (no graph break). A background thread sends the state to the parent twice a second.
+Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, scalars,
+autograd, and the flag state's token: see ``flag_state.py``), one dict lookup, one increment.
+Every ``TIME_EVERY``-th call of a signature (and its first few) is timed: CUDA events read
+later on the background thread (no sync on the hot path), or the host clock on the CPU. A
+signature's first call also finds its call site, module path, chosen backend and why-not
+reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under
+``torch.compiler.is_compiling()`` the wrapper only forwards (no graph break). A background
+thread sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -25,6 +28,7 @@ from ..core.watched_calls import CPU_KERNELS_NOTE, CallSignature, CallStats, Pro
 from . import choice, origin
 from .bursts import RANGE_PREFIX, KernelBursts, read_profile
 from .channel import StateSender
+from .flag_state import FlagState
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -43,16 +47,17 @@ class _Entry:
 
 
 class Probe:
-    def __init__(self, sender: StateSender | None) -> None:
+    def __init__(self, sender: StateSender | None, kernel_bursts: bool = True) -> None:
         self.sender = sender
         self.table: dict[tuple, _Entry] = {}
         self.entries: list[_Entry] = []
         self.pending: deque = deque()
-        self.special = False  # a burst is due or running: calls take the slow path
-        self.priority_generation = 0
+        self.special = False  # a burst is due or running, or a first call is probing: calls take the slow path
+        self.probing = False
+        self.flag_state = FlagState()
         self.compiled: list[str] = []
         self.compiled_kernels: list[str] = []
-        self.bursts = KernelBursts()
+        self.bursts = KernelBursts(kernel_bursts)
         self.original = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -67,8 +72,7 @@ class Probe:
             entry = self.table.get(key)
             if entry is not None:
                 return entry
-            flags = tuple(name for name, on in zip(
-                ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), key[11:15]) if on)
+            flags = self.flag_state.flags(key[-1])
             signature = CallSignature(
                 q_shape=tuple(q.shape), kv_shape=tuple(k.shape), dtype=str(q.dtype), device=str(q.device),
                 mask="none" if mask is None else ("bool" if mask.dtype == torch.bool else "float"),
@@ -78,41 +82,60 @@ class Probe:
             )
             frame = origin.caller_frame(2)
             stats = CallStats(signature, site=origin.call_site(frame), module=origin.module_path(frame))
+            # On the CPU a reason is read by forcing one backend (global flags) for a moment: other
+            # threads' calls wait on the slow path meanwhile, and the forced flags make no signature.
+            self.probing, self.special, self.flag_state.frozen = True, True, True
             try:
                 stats.backend, stats.choice_error = choice.chosen_backend(q, k, v, mask, dropout_p, causal, scale, gqa)
                 stats.why_not = choice.why_not(stats.backend, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
             except Exception as exc:  # noqa: BLE001 - explaining must never break the program
                 stats.choice_error = f"sdpa-tui could not ask torch: {exc}"
+            finally:
+                self.flag_state.frozen, self.probing = False, False
+                self.special = self.bursts.active or self.bursts.due
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = _Entry(stats, len(self.entries), q.device.type == "cuda")
             self.entries.append(entry)
             self.table[key] = entry
+            # Torch may set its priority order at the first choice: the same call, keyed on the new state.
+            token = self.flag_state.refresh()
+            if token != key[-1]:
+                self.table[key[:-1] + (token,)] = entry
             if entry.cuda:
-                self.bursts.arm()
+                self.bursts.signature_seen()
+                self.special = self.special or self.bursts.due
             self._ensure_thread()
             return entry
 
     def slow_call(self, key, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
         if entry is None:
             entry = self.first_call(key, q, k, v, mask, dropout_p, causal, scale, gqa)
+        elif self.probing:  # another thread has forced a backend for a moment: wait until it is restored
+            with self._lock:
+                pass
         entry.count += 1
         if self.special:
             self.burst_tick()
             if self.bursts.active:
                 self.bursts.calls += 1
                 with record_function(f"{RANGE_PREFIX}{entry.index}"):
+                    if entry.count <= TIME_FIRST:  # a short program may make every call inside a burst
+                        return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
                     return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
     def timed_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
-        if entry.cuda:
+        if entry.cuda and not torch.cuda.is_current_stream_capturing():  # no timing events in a CUDA graph
+            stream = torch.cuda.current_stream(q.device)  # the call's device, not the current one
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start.record(stream)
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-            end.record()
+            end.record(stream)
             self.pending.append((entry, start, end))
             return out
+        if entry.cuda:
+            return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         t0 = time.perf_counter_ns()
         out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         samples = entry.stats.host_us
@@ -145,6 +168,7 @@ class Probe:
     def _run(self) -> None:
         while not self._stop.wait(SEND_EVERY_S):
             try:
+                self.flag_state.refresh()  # a change made other than through torch's setters
                 self.collect()
                 if self.bursts.poll():
                     self.special = True
@@ -201,6 +225,10 @@ class Probe:
     def finish(self, error: str = "") -> None:
         """At the program's end (or crash): last burst stopped, events read, the final state sent."""
         self.error = error
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
+            thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
         try:
             if self.bursts.active:
                 self.bursts.stop()
@@ -212,43 +240,44 @@ class Probe:
     def after_fork_in_child(self) -> None:
         """A forked child counts its own calls, on its own connection and thread."""
         self._lock = threading.Lock()
-        self.table = {}
+        self.table.clear()  # the wrapper holds this dict
         self.entries = []
         self.pending = deque()
-        self.bursts = KernelBursts()
+        self.bursts = KernelBursts(self.bursts.enabled)
         self.special = False
         self._thread_pid = -1
         self._stop = threading.Event()
         self._last_sent = None
+        self.flag_state.after_fork_in_child()
         if self.sender is not None:
             self.sender.reset_after_fork()
 
 
 def make_wrapper(original, probe: Probe):
-    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``."""
-    table = probe.table
+    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``.
+
+    The key is the cheapest that decides the backend: the three ``torch.Size`` objects, dtype,
+    device, the mask's dtype and shape, the scalar arguments, whether autograd records the
+    call, and the flag state's token (an int, refreshed only when flags or priority change).
+    """
+    table = probe.table  # cleared in place after a fork, never replaced
+    flag_state = probe.flag_state
     is_compiling = torch.compiler.is_compiling
     grad_enabled = torch.is_grad_enabled
-    c = torch._C
-    flash, efficient, math, cudnn = (c._get_flash_sdp_enabled, c._get_mem_efficient_sdp_enabled,
-                                     c._get_math_sdp_enabled, c._get_cudnn_sdp_enabled)
     mask_bits = TIME_EVERY - 1
 
     def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                      scale=None, enable_gqa=False):
         if is_compiling():
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        nonlocal table
         try:
             signature = (
                 query.shape, key.shape, value.shape, query.dtype, query.device,
                 None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
                 is_causal, dropout_p, scale, enable_gqa,
                 grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
-                flash(), efficient(), math(), cudnn(), probe.priority_generation,
+                flag_state.token,
             )
-            if probe.table is not table:  # replaced after a fork
-                table = probe.table
             entry = table.get(signature)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -259,6 +288,8 @@ def make_wrapper(original, probe: Probe):
         if count & mask_bits == 0 or count <= TIME_FIRST:
             return probe.timed_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
                                     enable_gqa)
+        if scale is None and not enable_gqa:  # fewer keywords for torch's argument parser to read
+            return original(query, key, value, attn_mask, dropout_p, is_causal)
         return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
 
     scaled_dot_product_attention.__doc__ = original.__doc__
@@ -266,21 +297,8 @@ def make_wrapper(original, probe: Probe):
     return scaled_dot_product_attention
 
 
-def _watch_priority(probe: Probe) -> None:
-    """Bump a generation when the priority order is set, so it is part of a call's key."""
-    setter = getattr(torch._C, "_set_sdp_priority_order", None)
-    if setter is None:
-        return
-
-    def set_priority_order(order):
-        probe.priority_generation += 1
-        return setter(order)
-
-    torch._C._set_sdp_priority_order = set_priority_order
-
-
 def _watch_compile(probe: Probe) -> None:
-    """Record what ``torch.compile`` is given; compiled modules get burst hooks (their calls skip the wrapper)."""
+    """Record what ``torch.compile`` is given; its result ticks the bursts (its calls skip the wrapper)."""
     compile_ = torch.compile
 
     def compile(model=None, **kwargs):  # noqa: A001 - torch's name
@@ -289,34 +307,63 @@ def _watch_compile(probe: Probe) -> None:
         name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
         probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
         compiled = compile_(model, **kwargs)
+        calls = [0]
+
+        def tick(*_) -> None:
+            calls[0] += 1
+            _compiled_tick(probe, calls[0])
+
         if isinstance(compiled, torch.nn.Module):
-            compiled.register_forward_pre_hook(lambda *_: _compiled_tick(probe))
-            compiled.register_forward_hook(lambda *_: _compiled_tick(probe))
-        return compiled
+            compiled.register_forward_pre_hook(tick)
+            compiled.register_forward_hook(lambda *_: _compiled_tick(probe, 0))
+            return compiled
+        if not callable(compiled):
+            return compiled
+        is_compiling = torch.compiler.is_compiling
+
+        @functools.wraps(compiled)
+        def run_compiled(*args, **kw):
+            if is_compiling():  # called from another compiled region: Dynamo sees torch's callable only
+                return compiled(*args, **kw)
+            tick()
+            try:
+                return compiled(*args, **kw)
+            finally:
+                _compiled_tick(probe, 0)
+
+        return run_compiled
 
     compile.__doc__ = compile_.__doc__
     compile.__wrapped__ = compile_
     torch.compile = compile
 
 
-def _compiled_tick(probe: Probe) -> None:
-    if torch.cuda.is_initialized():
-        probe.bursts.arm()
-        probe._ensure_thread()
-    if probe.special:
-        probe.burst_tick()
-        if probe.bursts.active:
-            probe.bursts.calls += 1
+def _compiled_tick(probe: Probe, call: int) -> None:
+    """Before (``call`` ≥ 1: its number) and after (0) a compiled callable runs, on the calling thread."""
+    try:
+        if call and torch.cuda.is_initialized():
+            if call == 2:  # the first call compiles: its second is the first that runs what the program will
+                probe.bursts.signature_seen()
+            else:
+                probe.bursts.arm()
+            probe._ensure_thread()
+            probe.special = probe.special or probe.bursts.due
+        if probe.special:
+            probe.burst_tick()
+            if probe.bursts.active:
+                probe.bursts.calls += 1
+    except Exception:  # noqa: BLE001 - the probe never takes the program down
+        pass
 
 
-def install(sender: StateSender | None) -> Probe:
+def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
     import torch.nn.functional as F
 
-    probe = Probe(sender)
+    probe = Probe(sender, kernel_bursts)
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
-    _watch_priority(probe)
+    probe.flag_state.watch_setters()
     _watch_compile(probe)
     os.register_at_fork(after_in_child=probe.after_fork_in_child)
     return probe

@@ -1,0 +1,84 @@
+"""``sdpa-tui watch`` on a GPU: measured time, kernel names, the chosen backend's kernels, real models,
+and torch.compile (regions named, their kernels seen, no graph break or recompile added)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from sdpa_tui.core.kernel_names import ATTENTION_FAMILIES, identify
+from test_watch_cpu import PROGRAMS, plain, watch
+
+pytestmark = pytest.mark.cuda
+
+_FAMILY_BACKEND = {"cuDNN": "CUDNN_ATTENTION", "FlashAttention": "FLASH_ATTENTION",
+                   "CUTLASS memory-efficient": "EFFICIENT_ATTENTION"}
+
+
+def attention_backends(kernels: list[str]) -> set[str]:
+    """The SDPBackend names whose kernels appear among ``kernels`` (MATH has none of its own)."""
+    found = set()
+    for name in kernels:
+        family = identify(name).family
+        if family in ATTENTION_FAMILIES:
+            found.update(b for prefix, b in _FAMILY_BACKEND.items() if family.startswith(prefix))
+    return found
+
+
+def test_plain_script_rows_have_gpu_time_kernels_and_the_backend_torch_ran(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "cuda_shapes.py"))
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    assert len(calls) == 5, [c["q_shape"] for c in calls]
+    for call in calls:
+        what = f"{call['q_shape']} {call['dtype']} {call['flags']}: {call['backend']} {call['kernels'][:3]}"
+        assert call["device"].startswith("cuda") and call["count"] == 40, what
+        assert call["gpu_us"] is not None and call["gpu_us"] > 0, what
+        assert call["kernels"], what
+        ran = attention_backends(call["kernels"])
+        if call["backend"] == "MATH":
+            assert not ran, what  # matmul and softmax kernels, no fused attention kernel
+        else:
+            assert ran == {call["backend"]}, what
+    forced = next(c for c in calls if c["flags"] == ["MATH"])
+    assert forced["backend"] == "MATH" and "flag is off" in forced["why_not"]["FLASH_ATTENTION"]
+    fp32 = next(c for c in calls if c["dtype"] == "torch.float32")
+    assert fp32["backend"] != "FLASH_ATTENTION" and fp32["why_not"]["FLASH_ATTENTION"]
+    assert report["kernels_note"] is None
+
+
+def test_transformers_llama_bf16_on_cuda_rows_name_modules_and_kernels(tmp_path):
+    pytest.importorskip("transformers")
+    program = (sys.executable, str(PROGRAMS / "hf_models.py"), "cuda", "bfloat16")
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    llama = [c for c in calls if (c["module"] or "").startswith("LlamaForCausalLM:model.layers.")]
+    assert llama, [(c["module"], c["q_shape"]) for c in calls]
+    assert all(c["dtype"] == "torch.bfloat16" and c["device"].startswith("cuda") for c in calls)
+    assert any(c["grad"] for c in llama), "the training steps record autograd"
+    assert all(c["gpu_us"] is not None for c in calls)
+    with_kernels = [c for c in llama if c["kernels"]]
+    assert with_kernels, "a burst starts at the first CUDA signature"
+    for call in with_kernels:
+        if call["backend"] != "MATH":
+            assert attention_backends(call["kernels"]) == {call["backend"]}, (call["backend"], call["kernels"])
+
+
+def test_compiled_attention_is_named_its_kernels_seen_and_dynamo_unchanged(tmp_path):
+    program = (sys.executable, str(PROGRAMS / "compiled_attention.py"))
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    watched, alone = (json.loads(next(line for line in out.splitlines() if line.startswith('{"dynamo"')))
+                      for out in (proc.stdout, plain(*program)))
+    assert watched["dynamo"] == alone["dynamo"], "watch added a graph break or a recompile"
+    assert watched["total"] == alone["total"]
+    compiled = report["compiled"]
+    assert any(f.startswith("attend (compiled at ") and "compiled_attention.py" in f for f in compiled["functions"])
+    assert "not intercepted" in compiled["note"]
+    assert compiled["attention_kernels"], "the bursts see the attention kernels inside compiled regions"
+    assert all(identify(k).family in ATTENTION_FAMILIES for k in compiled["attention_kernels"])
+    eager = report["calls"]
+    assert len(eager) == 1 and eager[0]["count"] == 5, "only the eager calls are intercepted"
