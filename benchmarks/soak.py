@@ -219,7 +219,8 @@ class Soak:
                         if args.keys_for and next_flip > t0 + args.keys_for:
                             next_flip = float("inf")  # from here on the user only watches
                     if now >= next_stop:
-                        self._progress(await self.sample(app, t0))  # the visit's settled RSS
+                        if not self.samples or now - t0 - self.samples[-1]["elapsed_s"] > 0.5:
+                            self._progress(await self.sample(app, t0))  # the visit's settled RSS
                         await self._next_stop(app, pilot)
                         next_stop += args.dwell
                         next_sample = time.monotonic() + min(args.sample_every, args.dwell / 2)
