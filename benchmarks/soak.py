@@ -360,6 +360,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--dtype", default="fp16")
+    parser.add_argument("--machine", default=None,
+                        help="a few words on the machine, written into the JSON (e.g. '2-core shared VM, loaded')")
     parser.add_argument("--out", default=None, help="results path without extension "
                         "(default benchmarks/results/soak-<device>-<date>)")
     args = parser.parse_args(argv)
@@ -392,7 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"soak: {args.minutes:g} min on {args.device}, {keys}, "
           f"a sample every {args.sample_every:g} s"
           + (f", engine killed every {args.kill_engine_every:g} s" if args.kill_engine_every else ""), flush=True)
+    load_before = os.getloadavg()
     asyncio.run(soak.run())
+    load_after = os.getloadavg()
     left = leftover_engines(soak.engine_pids)
     summary = summarize(soak.samples)
     print_table(summary)
@@ -415,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     base.parent.mkdir(parents=True, exist_ok=True)
     result = {
         **run_header(started, argv, args.device),
-        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "machine")},
+        "machine": {"note": args.machine, "cpus": os.cpu_count(),
+                    "load_average_1_5_15_min": {"before": load_before, "after": load_after}},
         "gpu_memory_source": soak.gpu.why or "NVML compute processes",
         "key_presses": soak.flips,
         "engine_kills": soak.kills,
