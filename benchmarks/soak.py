@@ -11,6 +11,14 @@ soak the restart path too.
     python3 benchmarks/soak.py --device cpu --minutes 60 --kill-engine-every 120
     python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 0      # a user who only watches
     python3 benchmarks/soak.py --device cuda --minutes 8 --keys-for 120      # keys, then watching
+    python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 0 \
+        --cycle fp16,bf16,fp32 --cycle-seqs 128,256 --dwell 20             # the same workloads, again and again
+
+With ``--cycle`` the keys visit a fixed list of workloads (each dtype with each length) in a
+loop, ``--dwell`` seconds each, instead of the restless presses; the summary then adds the
+engine's RSS at the end of each visit of each workload (``soak_cycle.py``): a first-use cost
+shows as visit 2, 3, ... ≈ visit 1, growth as a rising line. Use it with ``--engine-memory-mib 0``
+(its default there), so that no replacement hides growth.
 
 Prints first / last / max and a least-squares slope per hour for each series, and writes
 benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
@@ -41,6 +49,7 @@ from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
 from recorded import run_header  # noqa: E402
+from soak_cycle import Stop, format_table, keys_between, later_minus_first, parse_cycle, per_visit  # noqa: E402
 
 SIZE = (120, 40)
 FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")
@@ -123,6 +132,9 @@ class Soak:
         self.engine_pids: set[int] = set()
         self.stop = asyncio.Event()
         self.gpu = GpuMemory(args.device)
+        self.cycle: list[Stop] = parse_cycle(args.cycle, args.cycle_seqs) if args.cycle else []
+        self.at = 0  # the stop of the cycle the app is at
+        self.visits: dict[str, int] = {}  # visits so far of each stop
 
     def watch_engine_events(self, app: Any) -> None:
         """Count engine starts (restarts = starts - 1) and replacements (recycles) as the
@@ -164,13 +176,19 @@ class Soak:
             "history_rows": sum(len(s.history) for s in app.session.backends.values()),
             "workload": app.session.workload.describe(),
         }
+        if self.cycle:
+            stop = self.cycle[self.at]
+            row.update(cycle_stop=stop.label, visit=self.visits[stop.label])
         self.samples.append(row)
         return row
 
     async def run(self) -> None:
         args = self.args
-        workload = Workload(batch=args.batch, heads=args.heads, kv_heads=args.heads, seq=args.seq,
-                            kv_seq=args.seq, head_dim=args.head_dim, dtype=args.dtype)
+        first = self.cycle[0] if self.cycle else Stop(args.dtype, args.seq)
+        workload = Workload(batch=args.batch, heads=args.heads, kv_heads=args.heads, seq=first.seq,
+                            kv_seq=first.seq, head_dim=args.head_dim, dtype=first.dtype)
+        if self.cycle:
+            self.visits[first.label] = 1
         app = make_app(workload, ALL_BACKENDS, args.device, os.path.join(tempfile.gettempdir(), "sdpa-tui-soak-exports"),
                        engine_memory_mib=args.engine_memory_mib)
         self.watch_engine_events(app)
@@ -182,7 +200,8 @@ class Soak:
                 await self._wait_for_first_sample(app, pilot)
                 t0 = time.monotonic()
                 end = t0 + args.minutes * 60.0
-                next_flip = t0 + args.flip_every if args.flip_every > 0 else float("inf")
+                next_flip = t0 + args.flip_every if args.flip_every > 0 and not self.cycle else float("inf")
+                next_stop = t0 + args.dwell if self.cycle else float("inf")
                 next_sample = t0
                 next_kill = t0 + args.kill_engine_every if args.kill_engine_every > 0 else float("inf")
                 while not self.stop.is_set():
@@ -199,13 +218,19 @@ class Soak:
                         next_flip += args.flip_every
                         if args.keys_for and next_flip > t0 + args.keys_for:
                             next_flip = float("inf")  # from here on the user only watches
+                    if now >= next_stop:
+                        if not self.samples or now - t0 - self.samples[-1]["elapsed_s"] > 0.5:
+                            self._progress(await self.sample(app, t0))  # the visit's settled RSS
+                        await self._next_stop(app, pilot)
+                        next_stop += args.dwell
+                        next_sample = time.monotonic() + min(args.sample_every, args.dwell / 2)
                     if now >= next_kill:
                         self._kill_engine(app)
                         next_kill += args.kill_engine_every
                     if self.gave_up:  # the supervisor stopped retrying: ask again, as a user would
                         self.gave_up = False
                         await pilot.press("r")
-                    await asyncio.sleep(max(0.05, min(next_sample, next_flip, next_kill, end) - time.monotonic()))
+                    await asyncio.sleep(max(0.05, min(next_sample, next_flip, next_stop, next_kill, end) - time.monotonic()))
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
@@ -217,6 +242,18 @@ class Soak:
             if time.monotonic() > deadline or self.stop.is_set():
                 raise SystemExit(f"soak: no sample within {FIRST_SAMPLE_TIMEOUT_S:.0f} s")
             await pilot.pause(0.2)
+
+    async def _next_stop(self, app: Any, pilot: Any) -> None:
+        """Press the keys that take the app to the next workload of the cycle, as a user would."""
+        here, self.at = self.cycle[self.at], (self.at + 1) % len(self.cycle)
+        there = self.cycle[self.at]
+        keys = keys_between(here, there)
+        await pilot.press(*keys)
+        self.flips += len(keys)
+        w = app.session.workload
+        if (w.dtype, w.seq) != (there.dtype, there.seq):
+            raise SystemExit(f"soak: keys {' '.join(keys)} led to {w.describe()}, not {there.label}")
+        self.visits[there.label] = self.visits.get(there.label, 0) + 1
 
     def _kill_engine(self, app: Any) -> None:
         pid = app.engine.engine_pid
@@ -298,7 +335,7 @@ def leftover_engines(pids: set[int], timeout_s: float = 10.0) -> list[int]:
     return sorted(p for p in pids if alive(p))
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     parser.add_argument("--minutes", type=float, default=8.0, help="how long to soak (default 8)")
@@ -309,28 +346,57 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between samples (default 10)")
     parser.add_argument("--kill-engine-every", type=float, default=0.0,
                         help="SIGKILL the engine every this many seconds to soak restarts (default 0: never)")
-    parser.add_argument("--engine-memory-mib", type=float, default=ENGINE_MEMORY_MIB,
-                        help=f"the app's engine memory allowance before it is replaced (default {ENGINE_MEMORY_MIB:g}; 0: never)")
+    parser.add_argument("--engine-memory-mib", type=float, default=None,
+                        help=f"the app's engine memory allowance before it is replaced (default {ENGINE_MEMORY_MIB:g}, "
+                        "with --cycle 0; 0: never)")
+    parser.add_argument("--cycle", default=None, metavar="DTYPES",
+                        help="visit each of these dtypes (e.g. fp16,bf16,fp32) with each --cycle-seqs length in a "
+                        "loop, --dwell seconds each, instead of the restless key presses")
+    parser.add_argument("--cycle-seqs", default=None, metavar="LENGTHS",
+                        help="the sequence lengths of the cycle, a power of two apart (default: --seq)")
+    parser.add_argument("--dwell", type=float, default=20.0, help="seconds at each workload of the cycle (default 20)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--dtype", default="fp16")
+    parser.add_argument("--machine", default=None,
+                        help="a few words on the machine, written into the JSON (e.g. '2-core shared VM, loaded')")
     parser.add_argument("--out", default=None, help="results path without extension "
                         "(default benchmarks/results/soak-<device>-<date>)")
     args = parser.parse_args(argv)
+    if args.engine_memory_mib is None:
+        args.engine_memory_mib = 0.0 if args.cycle else ENGINE_MEMORY_MIB
+    if args.cycle_seqs is None:
+        args.cycle_seqs = str(args.seq)
+    if args.cycle:
+        try:
+            parse_cycle(args.cycle, args.cycle_seqs)
+        except ValueError as exc:
+            parser.error(str(exc))
+    if args.dwell <= 0 or not args.engine_memory_mib >= 0:
+        parser.error("--dwell must be positive and --engine-memory-mib 0 or more")
     if min(args.minutes, args.sample_every) <= 0 or min(args.flip_every, args.keys_for, args.kill_engine_every) < 0:
         parser.error("--minutes and --sample-every must be positive; --flip-every, --keys-for and "
                      "--kill-engine-every >= 0")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     soak = Soak(args)
     started = dt.datetime.now()
     keys = f"a key every {args.flip_every:g} s" if args.flip_every else "no key presses"
     keys += f" for the first {args.keys_for:g} s" if args.flip_every and args.keys_for else ""
+    if soak.cycle:
+        keys = (f"a cycle of {len(soak.cycle)} workloads ({', '.join(s.label for s in soak.cycle)}), "
+                f"{args.dwell:g} s each, engine allowance {args.engine_memory_mib:g} MiB")
     print(f"soak: {args.minutes:g} min on {args.device}, {keys}, "
           f"a sample every {args.sample_every:g} s"
           + (f", engine killed every {args.kill_engine_every:g} s" if args.kill_engine_every else ""), flush=True)
+    load_before = os.getloadavg()
     asyncio.run(soak.run())
+    load_after = os.getloadavg()
     left = leftover_engines(soak.engine_pids)
     summary = summarize(soak.samples)
     print_table(summary)
@@ -338,6 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     if len(engines) > 1:
         print("\nengine processes (RSS MiB): " + "; ".join(
             f"{e['first_s']:.0f}-{e['last_s']:.0f} s: {e['rss_first_mib']:,.0f} -> max {e['rss_max_mib']:,.0f}" for e in engines))
+    visits = per_visit(soak.samples) if soak.cycle else {}
+    if visits:
+        print("\nengine RSS (MiB) at the end of each visit (* another engine process than at the start):")
+        print(format_table(visits))
+        if soak.recycles or len(soak.engine_pids) > 1:
+            print(f"the engine was replaced {soak.recycles} times and {len(soak.engine_pids)} engine processes ran: "
+                  "visits after a new engine do not compare with those before it")
     print(f"\nkey presses {soak.flips}, engine kills {soak.kills}, engine recycles {soak.recycles}, "
           f"engine processes seen {len(soak.engine_pids)}, left running after exit {len(left)}")
 
@@ -346,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     base.parent.mkdir(parents=True, exist_ok=True)
     result = {
         **run_header(started, argv, args.device),
-        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "machine")},
+        "machine": {"note": args.machine, "cpus": os.cpu_count(),
+                    "load_average_1_5_15_min": {"before": load_before, "after": load_after}},
         "gpu_memory_source": soak.gpu.why or "NVML compute processes",
         "key_presses": soak.flips,
         "engine_kills": soak.kills,
@@ -355,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         "engine_pids": sorted(soak.engine_pids),
         "engines_left_after_exit": left,
         "summary": summary,
+        **({"visits": {stop: {"visits": v, "last_minus_first_mib": later_minus_first(v)} for stop, v in visits.items()}}
+           if soak.cycle else {}),
         "samples": soak.samples,
     }
     base.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

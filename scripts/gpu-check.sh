@@ -121,6 +121,11 @@ log() { echo "=== $*"; }
       log "soak: 8 minutes, a key every 5 s throughout, kernels captured in the profiler process; the 128 MiB allowance replaced the engine 4 times before"
       python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 5 --engine-memory-mib 128 --out "$OUT/r/soak-cuda-no-growth"
       ;;
+    soak-cycle)
+      log "soak: 8 minutes, no engine replacement, fp16/bf16/fp32 x seq 128/256 visited in turn, 20 s each (4 rounds): first-use cost or growth"
+      python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 0 --cycle fp16,bf16,fp32 \
+        --cycle-seqs 128,256 --dwell 20 --out "$OUT/r/soak-cuda-cycle"
+      ;;
     memory)
       log "engine memory: each suspect alone (profiler bursts, graph captures, the Configure path)"
       python3 benchmarks/engine_memory.py --device cuda --repeats 600 --only profiler burst capture --parallel \
