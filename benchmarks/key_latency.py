@@ -20,15 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import statistics
 import sys
 import time
 from typing import Any
 
-from live_app import (SIZE, REPO, ScreenClock, add_workload_options, cpu_percent, load_average, make_live_app,
+from live_app import (SIZE, ScreenClock, add_workload_options, cpu_percent, load_average, make_live_app,
                       workload_of)
-from recorded import run_header
+from recorded import run_header, write_result
 
 KEYS = ("f", "f", "plus", "minus")
 """One round: Flash off, on again; the sequence length doubled, halved again."""
@@ -126,11 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "summary": table,
         **measured,
     }
-    name = f"key-latency-{args.device.replace(':', '')}-{started.date()}.json"
-    out = args.json or REPO / "benchmarks" / "results" / name
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result(result, args.json, f"key-latency-{args.device.replace(':', '')}-{started.date()}.json")
     return 0
 
 

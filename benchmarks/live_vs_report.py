@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import sys
 import time
 from typing import Any
 
-from live_app import SIZE, REPO, add_workload_options, cpu_percent, load_average, make_live_app, workload_of
-from recorded import run_header
+from live_app import SIZE, add_workload_options, cpu_percent, load_average, make_live_app, workload_of
+from recorded import run_header, write_result
 
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.telemetry.host_cpu import cpu_pressure
@@ -120,11 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "comparison": rows,
         "all_within_10pct": all(r["within_10pct"] for r in rows),
     }
-    name = f"live-vs-report-{args.device.replace(':', '')}-{started.date()}.json"
-    out = args.json or REPO / "benchmarks" / "results" / name
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result(result, args.json, f"live-vs-report-{args.device.replace(':', '')}-{started.date()}.json")
     return 0
 
 

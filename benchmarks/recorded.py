@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import platform
 import sys
 from pathlib import Path
@@ -34,3 +35,11 @@ def run_header(started: dt.datetime, argv: list[str] | None, device: str) -> dic
         "python": platform.python_version(),
         "device": device,
     }
+
+
+def write_result(result: dict, path: "str | Path | None", default_name: str) -> Path:
+    """Write ``result`` as JSON to ``path``, or to benchmarks/results/``default_name``; say where."""
+    out = Path(path) if path else Path(__file__).resolve().parent / "results" / default_name
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return out

@@ -42,3 +42,11 @@ def test_committed_results_name_no_machine_path(path):
     for command in commands(json.loads(path.read_text(encoding="utf-8"))):
         words = command if isinstance(command, list) else str(command).split()
         assert not [w for w in words if isinstance(w, str) and w.lstrip("-").split("=")[-1].startswith("/")], command
+
+
+def test_write_result_writes_the_json_where_asked(tmp_path, capsys):
+    from recorded import write_result
+
+    out = write_result({"a": [1, 2]}, tmp_path / "r.json", "unused.json")
+    assert json.loads(out.read_text(encoding="utf-8")) == {"a": [1, 2]}
+    assert capsys.readouterr().out.strip() == f"wrote {out}"

@@ -12,14 +12,13 @@ when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (the engine process sets it unless the use
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .nvml import NOT_INSTALLED, GpuPoller, NvmlReader, _error_text
+from .nvml import GpuPoller, NvmlReader, _error_text, import_pynvml
 from .snapshot import GpuSnapshot
 
 
@@ -80,13 +79,8 @@ class HostGpuReader:
         if self._reason is not None:
             return False
         if self._nvml is None:
-            try:
-                self._nvml = importlib.import_module("pynvml")
-            except ImportError:
-                self._reason = NOT_INSTALLED
-                return False
-            except Exception as exc:
-                self._reason = f"pynvml import failed: {type(exc).__name__}: {exc}"
+            self._nvml, self._reason = import_pynvml()
+            if self._nvml is None:
                 return False
         try:
             self._nvml.nvmlInit()

@@ -21,6 +21,16 @@ log = logging.getLogger(__name__)
 
 NOT_INSTALLED = "nvidia-ml-py not installed"
 
+
+def import_pynvml() -> tuple[Any, str | None]:
+    """``pynvml`` and None, or None and why it cannot be imported (one line)."""
+    try:
+        return importlib.import_module("pynvml"), None
+    except ImportError:
+        return None, NOT_INSTALLED
+    except Exception as exc:  # a broken install raises anything at import
+        return None, f"pynvml import failed: {type(exc).__name__}: {exc}"
+
 # NVML return codes (nvml.h); the module's own constants win when it has them.
 _CODES = {
     "NVML_ERROR_UNINITIALIZED": 1,
@@ -131,13 +141,8 @@ class NvmlReader:
                 return self._inited
             self._tried = True
             if self._nvml is None:
-                try:
-                    self._nvml = importlib.import_module("pynvml")
-                except ImportError:
-                    self._reason = NOT_INSTALLED
-                    return False
-                except Exception as exc:
-                    self._reason = f"pynvml import failed: {type(exc).__name__}: {exc}"
+                self._nvml, self._reason = import_pynvml()
+                if self._nvml is None:
                     return False
             init = getattr(self._nvml, "nvmlInit", None)
             try:
