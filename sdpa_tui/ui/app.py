@@ -67,6 +67,8 @@ class SdpaApp(GpuSwitching, App):
     CSS_PATH = "app.tcss"
     TITLE = "sdpa-tui"
     BINDINGS = [
+        # "?" first: where the footer is cut (80 columns), the way to every other key still shows
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("f", "toggle('FLASH_ATTENTION')", "Flash", tooltip="toggle the Flash backend flag"),
         Binding("e", "toggle('EFFICIENT_ATTENTION')", "MemEff", tooltip="toggle the mem-efficient backend flag"),
         Binding("c", "toggle('CUDNN_ATTENTION')", "cuDNN", tooltip="toggle the cuDNN backend flag"),
@@ -85,7 +87,6 @@ class SdpaApp(GpuSwitching, App):
         Binding("p", "rotate_priority", "Priority", tooltip="rotate the dispatch priority order (sdpa_kernel set_priority=True)", show=False),
         Binding("g", "choose_gpu", "GPU", tooltip="choose the GPU to measure on (each keeps its history)", show=False),
         Binding("r", "restart_engine", "Restart", tooltip="retry the engine after it stopped retrying", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
 
