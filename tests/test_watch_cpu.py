@@ -186,3 +186,24 @@ def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
         schedule.signature_seen()
         schedule.due = False
     assert not schedule.poll()  # the timed schedule is seconds away; new signatures have had their bursts
+
+
+def test_alternating_signatures_count_apart_and_a_fork_starts_over():
+    import torch
+
+    from sdpa_tui.watch.probe import Probe, make_wrapper
+
+    probe = Probe(None, kernel_bursts=False)
+    sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
+    a, b = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 6, 8)
+    for x in (a, b, a, a, b, a, a):  # repeats and switches: the last-seen key must not leak across
+        sdpa(x, x, x, is_causal=True)
+    sdpa(a, a, a)  # same tensors, other scalars: another signature
+    assert sorted((e.stats.signature.q_shape[2], e.stats.signature.causal, e.count) for e in probe.entries) == [
+        (4, False, 1), (4, True, 5), (6, True, 2)]
+    probe._stop.set()
+    probe.after_fork_in_child()  # a child's calls go to its own entries, not the parent's last-seen one
+    sdpa(a, a, a, is_causal=True)
+    sdpa(a, a, a, is_causal=True)
+    assert [e.count for e in probe.entries] == [2]
+    probe._stop.set()
