@@ -207,3 +207,28 @@ def test_alternating_signatures_count_apart_and_a_fork_starts_over():
     sdpa(a, a, a, is_causal=True)
     assert [e.count for e in probe.entries] == [2]
     probe._stop.set()
+
+
+COMPILED_ON_CPU = """
+import json, sys, torch
+import torch.nn.functional as F
+from torch._dynamo.utils import counters
+from sdpa_tui.watch.probe import install
+probe = install(None, kernel_bursts=False)
+attend = torch.compile(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True) * 2.0, backend="eager")
+q = torch.randn(2, 2, 16, 8)
+for _ in range(5):
+    attend(q)
+class M(torch.nn.Module):
+    def forward(self, q):
+        return F.scaled_dot_product_attention(q, q, q)
+torch.export.export(M(), (q,), strict=False)  # make_fx runs the wrapper: torch.compiler's flag is set
+print(json.dumps({"breaks": dict(counters["graph_break"]), "recompiles": dict(counters["recompiles"]),
+                  "graphs": counters["stats"]["unique_graphs"], "counted": sum(e.count for e in probe.entries)}))
+"""
+
+
+def test_compiled_and_exported_calls_pass_through_without_graph_break_or_count():
+    out = subprocess.run([sys.executable, "-c", COMPILED_ON_CPU], capture_output=True, text=True, timeout=240,
+                         env=ENV, cwd=ROOT, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == {"breaks": {}, "recompiles": {}, "graphs": 1, "counted": 0}

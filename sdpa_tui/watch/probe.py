@@ -7,8 +7,8 @@ Every ``TIME_EVERY``-th call of a signature (and its first few) is timed: CUDA e
 later on the background thread (no sync on the hot path), or the host clock on the CPU. A
 signature's first call also finds its call site, module path, chosen backend and why-not
 reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under
-``torch.compiler.is_compiling()`` the wrapper only forwards (no graph break). A background
-thread sends the state to the parent twice a second.
+``torch.compiler.is_compiling()`` (read as its two parts) the wrapper only forwards (no graph
+break). A background thread sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -269,13 +269,16 @@ def make_wrapper(original, probe: Probe):
     table = probe.table  # cleared in place after a fork, never replaced
     last_hit = probe.last_hit  # likewise
     flag_state = probe.flag_state
-    is_compiling = torch.compiler.is_compiling
+    # ``torch.compiler.is_compiling()``, cheaper: Dynamo folds ``is_dynamo_compiling()`` to True while it
+    # traces (the flag is then never read, so no guard on it); export and make_fx set the flag.
+    dynamo_compiling = torch.compiler.is_dynamo_compiling
+    compiler = torch.compiler
     grad_enabled = torch.is_grad_enabled
     mask_bits = TIME_EVERY - 1
 
     def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                      scale=None, enable_gqa=False):
-        if is_compiling():
+        if dynamo_compiling() or compiler._is_compiling_flag:
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         try:
             signature = (
