@@ -186,3 +186,49 @@ def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
         schedule.signature_seen()
         schedule.due = False
     assert not schedule.poll()  # the timed schedule is seconds away; new signatures have had their bursts
+
+
+def test_alternating_signatures_count_apart_and_a_fork_starts_over():
+    import torch
+
+    from sdpa_tui.watch.probe import Probe, make_wrapper
+
+    probe = Probe(None, kernel_bursts=False)
+    sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
+    a, b = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 6, 8)
+    for x in (a, b, a, a, b, a, a):  # repeats and switches: the last-seen key must not leak across
+        sdpa(x, x, x, is_causal=True)
+    sdpa(a, a, a)  # same tensors, other scalars: another signature
+    assert sorted((e.stats.signature.q_shape[2], e.stats.signature.causal, e.count) for e in probe.entries) == [
+        (4, False, 1), (4, True, 5), (6, True, 2)]
+    probe._stop.set()
+    probe.after_fork_in_child()  # a child's calls go to its own entries, not the parent's last-seen one
+    sdpa(a, a, a, is_causal=True)
+    sdpa(a, a, a, is_causal=True)
+    assert [e.count for e in probe.entries] == [2]
+    probe._stop.set()
+
+
+COMPILED_ON_CPU = """
+import json, sys, torch
+import torch.nn.functional as F
+from torch._dynamo.utils import counters
+from sdpa_tui.watch.probe import install
+probe = install(None, kernel_bursts=False)
+attend = torch.compile(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True) * 2.0, backend="eager")
+q = torch.randn(2, 2, 16, 8)
+for _ in range(5):
+    attend(q)
+class M(torch.nn.Module):
+    def forward(self, q):
+        return F.scaled_dot_product_attention(q, q, q)
+torch.export.export(M(), (q,), strict=False)  # make_fx runs the wrapper: torch.compiler's flag is set
+print(json.dumps({"breaks": dict(counters["graph_break"]), "recompiles": dict(counters["recompiles"]),
+                  "graphs": counters["stats"]["unique_graphs"], "counted": sum(e.count for e in probe.entries)}))
+"""
+
+
+def test_compiled_and_exported_calls_pass_through_without_graph_break_or_count():
+    out = subprocess.run([sys.executable, "-c", COMPILED_ON_CPU], capture_output=True, text=True, timeout=240,
+                         env=ENV, cwd=ROOT, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == {"breaks": {}, "recompiles": {}, "graphs": 1, "counted": 0}

@@ -1,13 +1,14 @@
 """The in-process probe: ``torch.nn.functional.scaled_dot_product_attention`` rebound to a thin wrapper.
 
 Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, scalars,
-autograd, and the flag state's token: see ``flag_state.py``), one dict lookup, one increment.
+autograd, and the flag state's token: see ``flag_state.py``), compare it with the last key seen
+(a dict lookup when it differs), one increment.
 Every ``TIME_EVERY``-th call of a signature (and its first few) is timed: CUDA events read
 later on the background thread (no sync on the hot path), or the host clock on the CPU. A
 signature's first call also finds its call site, module path, chosen backend and why-not
 reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under
-``torch.compiler.is_compiling()`` the wrapper only forwards (no graph break). A background
-thread sends the state to the parent twice a second.
+``torch.compiler.is_compiling()`` (read as its two parts) the wrapper only forwards (no graph
+break). A background thread sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class Probe:
     def __init__(self, sender: StateSender | None, kernel_bursts: bool = True) -> None:
         self.sender = sender
         self.table: dict[tuple, _Entry] = {}
+        # The last signature the fast path found and its entry, as one tuple (replaced whole, so a
+        # thread never reads one signature's key with another's entry): a repeated signature is
+        # compared, not hashed and looked up.
+        self.last_hit: list[tuple] = [(None, None)]
         self.entries: list[_Entry] = []
         self.pending: deque = deque()
         self.special = False  # a burst is due or running, or a first call is probing: calls take the slow path
@@ -241,6 +246,7 @@ class Probe:
         """A forked child counts its own calls, on its own connection and thread."""
         self._lock = threading.Lock()
         self.table.clear()  # the wrapper holds this dict
+        self.last_hit[0] = (None, None)  # and this list
         self.entries = []
         self.pending = deque()
         self.bursts = KernelBursts(self.bursts.enabled)
@@ -261,14 +267,18 @@ def make_wrapper(original, probe: Probe):
     call, and the flag state's token (an int, refreshed only when flags or priority change).
     """
     table = probe.table  # cleared in place after a fork, never replaced
+    last_hit = probe.last_hit  # likewise
     flag_state = probe.flag_state
-    is_compiling = torch.compiler.is_compiling
+    # ``torch.compiler.is_compiling()``, cheaper: Dynamo folds ``is_dynamo_compiling()`` to True while it
+    # traces (the flag is then never read, so no guard on it); export and make_fx set the flag.
+    dynamo_compiling = torch.compiler.is_dynamo_compiling
+    compiler = torch.compiler
     grad_enabled = torch.is_grad_enabled
     mask_bits = TIME_EVERY - 1
 
     def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                      scale=None, enable_gqa=False):
-        if is_compiling():
+        if dynamo_compiling() or compiler._is_compiling_flag:
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         try:
             signature = (
@@ -278,7 +288,13 @@ def make_wrapper(original, probe: Probe):
                 grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
                 flag_state.token,
             )
-            entry = table.get(signature)
+            hit = last_hit[0]
+            if hit[0] == signature:
+                entry = hit[1]
+            else:
+                entry = table.get(signature)
+                if entry is not None:
+                    last_hit[0] = (signature, entry)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         if entry is None or probe.special:
