@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+import types
 import traceback
 from collections import deque
 from dataclasses import replace
@@ -273,6 +274,8 @@ def make_wrapper(original, probe: Probe):
     # traces (the flag is then never read, so no guard on it); export and make_fx set the flag.
     dynamo_compiling = torch.compiler.is_dynamo_compiling
     compiler = torch.compiler
+    if not hasattr(compiler, "_is_compiling_flag"):  # a torch without the flag: the public check alone
+        dynamo_compiling, compiler = torch.compiler.is_compiling, types.SimpleNamespace(_is_compiling_flag=False)
     grad_enabled = torch.is_grad_enabled
     mask_bits = TIME_EVERY - 1
 
