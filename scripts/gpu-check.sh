@@ -10,6 +10,12 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
   export PYTHONPATH=$PWD/.site:$PWD
 fi
+# The watch steps need transformers, which the GPU machine lacks. Fill .tfw here once (git-ignore
+# it) and carry it: python3 -m pip download -d .tfw --only-binary=:all: --python-version 3.12
+#   --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any transformers
+if [ -d .tfw ]; then
+  python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers || exit 1
+fi
 steps=${*:-report tests fixtures fidelity ui faults}
 gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200|A100|L40S|[A-Z][0-9]+' | head -1 | tr 'A-Z' 'a-z')
 log() { echo "=== $*"; }
