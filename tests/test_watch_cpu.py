@@ -232,3 +232,14 @@ def test_compiled_and_exported_calls_pass_through_without_graph_break_or_count()
     out = subprocess.run([sys.executable, "-c", COMPILED_ON_CPU], capture_output=True, text=True, timeout=240,
                          env=ENV, cwd=ROOT, check=True).stdout
     assert json.loads(out.splitlines()[-1]) == {"breaks": {}, "recompiles": {}, "graphs": 1, "counted": 0}
+
+
+def test_a_call_site_outside_the_working_directory_keeps_its_path(tmp_path, monkeypatch):
+    from sdpa_tui.watch.origin import _short_path
+
+    inside = tmp_path / "work" / "train.py"
+    outside = tmp_path / "elsewhere" / "model.py"
+    inside.parent.mkdir()
+    monkeypatch.chdir(inside.parent)
+    assert _short_path(str(inside)) == "train.py"
+    assert _short_path(str(outside)) == str(outside)  # not ../elsewhere/model.py

@@ -41,11 +41,12 @@ def call_site(frame: FrameType | None) -> str:
 
 
 def _short_path(filename: str) -> str:
+    """Relative to the working directory when the file is under it, else the path as it is."""
     try:
         rel = os.path.relpath(filename)
     except ValueError:
         return filename
-    return rel if not rel.startswith(".." + os.sep + ".." + os.sep) else filename
+    return filename if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 def module_path(frame: FrameType | None) -> str | None:
