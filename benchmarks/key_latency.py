@@ -25,9 +25,9 @@ import sys
 import time
 from typing import Any
 
-from live_app import (SIZE, ScreenClock, add_workload_options, cpu_percent, load_average, make_live_app,
-                      workload_of)
-from recorded import run_header, write_result
+from live_app import (SIZE, ScreenClock, add_workload_options, cpu_percent, live_result_header, load_average,
+                      make_live_app)
+from recorded import write_result
 
 KEYS = ("f", "f", "plus", "minus")
 """One round: Flash off, on again; the sequence length doubled, halved again."""
@@ -118,10 +118,7 @@ def main(argv: list[str] | None = None) -> int:
           f"load average before {load_before}, after {load_average()}")
 
     result = {
-        **run_header(started, argv, args.device),
-        "workload": workload_of(args).describe(),
-        "load_average_before": load_before,
-        "load_average_after": load_average(),
+        **live_result_header(started, argv, args, load_before),
         "summary": table,
         **measured,
     }

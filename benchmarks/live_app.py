@@ -8,6 +8,7 @@ to no terminal, so this process's CPU time is the UI's work without the terminal
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 import time
@@ -20,6 +21,8 @@ sys.path.insert(len(sys.path) if os.environ.get("PYTHONPATH") else 0, str(REPO))
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
+
+from recorded import run_header  # noqa: E402
 
 SIZE = (120, 40)
 
@@ -84,3 +87,15 @@ def cpu_percent(cpu_s: float, wall_s: float) -> float:
 
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def live_result_header(started: dt.datetime, argv: list[str] | None, args: argparse.Namespace,
+                       load_before: list[float]) -> dict:
+    """The fields a live-app benchmark's result starts with: recorded.run_header, the workload,
+    and the load average before the run and now."""
+    return {
+        **run_header(started, argv, args.device),
+        "workload": workload_of(args).describe(),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+    }

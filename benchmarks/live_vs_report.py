@@ -21,8 +21,9 @@ import sys
 import time
 from typing import Any
 
-from live_app import SIZE, add_workload_options, cpu_percent, load_average, make_live_app, workload_of
-from recorded import run_header, write_result
+from live_app import (SIZE, add_workload_options, cpu_percent, live_result_header, load_average, make_live_app,
+                      workload_of)
+from recorded import write_result
 
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.telemetry.host_cpu import cpu_pressure
@@ -109,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{live_result['cpu_pressure_after_percent']} / {second['cpu_pressure_after_percent']}")
 
     result = {
-        **run_header(started, argv, args.device),
-        "workload": workload_of(args).describe(),
-        "load_average_before": load_before,
-        "load_average_after": load_average(),
+        **live_result_header(started, argv, args, load_before),
         "report_first": first,
         "live": live_result,
         "report_second": second,

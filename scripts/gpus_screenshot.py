@@ -21,6 +21,7 @@ from sdpa_tui.core.gpu_compare import parse_devices  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.telemetry.host_gpus import gpu_count  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
+from screenshots import wait_until  # noqa: E402
 
 TIMEOUT_S = 180.0
 
@@ -30,20 +31,10 @@ def measured(session) -> bool:
         len(s.gpu) >= 5 or len(s.eager) >= 5 for s in session.backends.values())
 
 
-async def wait_until(predicate, timeout: float = TIMEOUT_S) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if predicate():
-            return True
-        await asyncio.sleep(0.25)
-    return False
-
-
 async def shoot(out: Path, devices: tuple[int, ...], size: tuple[int, int]) -> None:
     app = make_app(Workload(), ALL_BACKENDS, "cuda:0", str(out / "exports"))
     async with app.run_test(size=size) as pilot:
-        ok = await wait_until(lambda: measured(app.session) and app.host_gpus is not None)
+        ok = await wait_until(lambda: measured(app.session) and app.host_gpus is not None, TIMEOUT_S)
         await pilot.pause(1.5)
         print(f"overview: measured={ok}, GPUs seen by NVML: {app.host_gpus.count if app.host_gpus else 0}")
         app.save_screenshot(str(out / "gpus-overview.svg"))
@@ -53,7 +44,7 @@ async def shoot(out: Path, devices: tuple[int, ...], size: tuple[int, int]) -> N
             sessions = {**getattr(app, "sessions_by_gpu", {}), app.watched_gpu: app.session}
             return all(i in sessions and measured(sessions[i]) for i in devices)
 
-        ok = await wait_until(all_measured)
+        ok = await wait_until(all_measured, TIMEOUT_S)
         await pilot.pause(2.0)
         print(f"side by side on GPUs {devices}: all measured={ok}")
         app.save_screenshot(str(out / "gpus-side-by-side.svg"))

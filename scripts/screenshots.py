@@ -20,16 +20,26 @@ from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
 
 
-async def wait_for_samples(app, backends, timeout: float = 120.0, count: int = 8) -> None:
-    """Until every backend that runs has ``count`` samples (or a verdict)."""
+async def wait_until(check, timeout: float) -> bool:
+    """Poll ``check`` every 0.25 s while the app runs; False when ``timeout`` seconds passed first.
+    (The other screenshot scripts import it from here.)"""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        states = [app.session.backends[b] for b in backends]
-        if all(s.status in ("not_eligible", "error", "oom", "disabled") or len(s.eager) >= count for s in states):
-            if app.session.environment is not None:
-                return
+        if check():
+            return True
         await asyncio.sleep(0.25)
+    return False
+
+
+async def wait_for_samples(app, backends, timeout: float = 120.0, count: int = 8) -> None:
+    """Until every backend that runs has ``count`` samples (or a verdict)."""
+    def ready() -> bool:
+        states = [app.session.backends[b] for b in backends]
+        return app.session.environment is not None and all(
+            s.status in ("not_eligible", "error", "oom", "disabled") or len(s.eager) >= count for s in states)
+
+    await wait_until(ready, timeout)
 
 
 async def shoot(device: str, out: Path, size: tuple[int, int], tag: str) -> list[Path]:

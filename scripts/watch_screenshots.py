@@ -20,16 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from sdpa_tui.ui.watch_launch import make_watch_app  # noqa: E402
 from sdpa_tui.watch.runner import WatchedProgram  # noqa: E402
-
-
-async def wait_until(check, timeout: float) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if check():
-            return True
-        await asyncio.sleep(0.25)
-    return False
+from screenshots import wait_until  # noqa: E402
 
 
 async def shoot(device: str, out: Path, tag: str, size: tuple[int, int]) -> list[Path]:

@@ -26,9 +26,13 @@ STATUS_TEXT = {
 
 
 def fmt_us(summary: Summary | None) -> str:
-    if summary is None:
+    return us_text(None if summary is None else summary.median)
+
+
+def us_text(value: float | None) -> str:
+    """Microseconds as the tables print them: 9.6, 1,234.5, 30,654."""
+    if value is None:
         return "–"
-    value = summary.median
     return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
 
 

@@ -9,16 +9,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .comparison import us_text
 from .report_diff import BackendChange, ClockChange, Comparison, kernel_text
 
 CLOCK_TITLES = {"kernel": "kernel µs", "gpu": "GPU/call µs", "eager": "eager/call µs"}
 COLUMNS = ("backend", "status", "main kernel", *CLOCK_TITLES.values(), "eligibility")
-
-
-def _us(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
 
 
 def clock_text(clock: ClockChange) -> str:
@@ -26,7 +21,7 @@ def clock_text(clock: ClockChange) -> str:
     if clock.a_us is None and clock.b_us is None:
         return "–"
     ratio = f" ({clock.ratio:.2f}x)" if clock.ratio is not None else ""
-    return f"{_us(clock.a_us)} → {_us(clock.b_us)}{ratio}"
+    return f"{us_text(clock.a_us)} → {us_text(clock.b_us)}{ratio}"
 
 
 def _pair(values: tuple[str, str], changed: bool | None = None) -> str:

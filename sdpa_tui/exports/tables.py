@@ -169,7 +169,8 @@ def rich_report(session: Session, width: int = 160) -> Group:
             dropped += (column,)
             table = _terminal_table(session, rows, notes, None, dropped)
     lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
-    lines += [Text(line, style="bold yellow" if session.faster() else "") for line in faster_lines(session)]
+    faster_style = "bold yellow" if session.faster() else ""
+    lines += [Text(line, style=faster_style) for line in faster_lines(session)]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
     for row in rows:
