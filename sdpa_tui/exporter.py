@@ -85,9 +85,8 @@ class Exporter:
             _say(f"the engine's host memory grew {event.growth_mib:,.0f} MiB; replacing it")
 
     def _on_gpu(self, snapshot: GpuSnapshot) -> None:
-        pid = self.engine.engine_pid
-        if self._poller is not None:
-            self._poller.own_pids = frozenset({pid}) if pid else frozenset()
+        if self._poller is not None:  # the engine and its profiler process are never "other"
+            self._poller.own_pids = self.engine.engine_pids
         with self._lock:
             self.gpu = snapshot
             flags = [name for name, on in (("throttled", snapshot.throttled),

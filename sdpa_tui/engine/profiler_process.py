@@ -25,11 +25,11 @@ from multiprocessing.connection import Connection
 
 from ..core.records import CaptureKernels, KernelCapture, Ready, Shutdown
 from .channel import Channel, ChannelClosed
+from .profiler_client import IDLE_EXIT_S
 from .worker import _die_with_parent
 
 WARMUP_CALLS = 3
 """As the engine warms a backend up before timing it."""
-IDLE_EXIT_S = 120.0
 FAULT_ENV = "SDPA_TUI_PROFILER_FAULT"
 """Fault injection for tests: ``exit`` dies at a request, ``hang`` never answers it,
 ``garbage`` answers with bytes that are not a record, ``startup-exit`` dies before Ready."""

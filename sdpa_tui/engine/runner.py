@@ -122,7 +122,7 @@ class Engine:
         self._fault = os.environ.get(FAULT_ENV, "")
         self._cursor = 0
         self.recycled = False  # stopped so that a fresh engine gives host memory back
-        self._rss_baseline_mib: float | None = None  # once the profiler (CUPTI) is loaded
+        self._rss_baseline_mib: float | None = None  # from the first kernel capture on
         self._next_rss_check = 0.0
         # Kernel capture runs in a sibling process: this one never starts a profiler.
         self.profiler: ProfilerClient | None = None
