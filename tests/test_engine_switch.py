@@ -17,7 +17,9 @@ class LiveClient:
     """An engine process that stays alive until stopped."""
 
     def __init__(self, device: str) -> None:
-        self.device, self.sent, self.pid = device, [], 1000
+        self.device, self.sent = device, []
+        self.pid = 1000 + int(device.rsplit(":", 1)[1]) if ":" in device else 1000
+        self.pids = frozenset({self.pid})  # the engine (a real one adds its profiler process)
         self.stopped = threading.Event()
         self._records = [Ready(H200)]
 

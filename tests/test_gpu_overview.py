@@ -148,8 +148,8 @@ class FakeDeviceEngines(FakeEngine):
         self.shown = int(device.rsplit(":", 1)[1])
 
     @property
-    def engine_pids(self) -> list[int]:
-        return [ENGINE_PID + i for i in self.devices]
+    def engine_pids(self) -> frozenset[int]:
+        return frozenset(ENGINE_PID + i for i in self.devices)
 
     def feed_gpu(self, app, index: int, slower: float = 1.0) -> None:
         """A full set of records from GPU ``index``'s engine; its times ``slower`` times the H100's."""

@@ -151,6 +151,10 @@ class FakeEngine:
         self.trace_source = trace_source
 
     # -- the interface ---------------------------------------------------------------------
+
+    @property
+    def engine_pids(self) -> frozenset[int]:
+        return frozenset({self.engine_pid}) if self.engine_pid else frozenset()
     def start(self) -> None:
         self.started = True
 

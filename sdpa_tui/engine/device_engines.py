@@ -73,8 +73,9 @@ class DeviceEngines:
         return self.supervisors[self.shown].engine_pid
 
     @property
-    def engine_pids(self) -> list[int | None]:
-        return [s.engine_pid for s in self.supervisors.values()]
+    def engine_pids(self) -> frozenset[int]:
+        """Every engine and its profiler process, as :attr:`EngineSupervisor.engine_pids`."""
+        return frozenset().union(*(s.engine_pids for s in self.supervisors.values()))
 
     def switch_device(self, device: str) -> None:
         """Show ``cuda:N`` (one of ``devices``): every engine keeps measuring, none restarts."""

@@ -205,9 +205,7 @@ def host_gpu_source(app: Any, interval: float = NVML_INTERVAL_S) -> Callable[[Ca
         poller.start()
 
         def own_pids() -> None:
-            pids = getattr(app.engine, "engine_pids", None)
-            pids = pids if pids is not None else [app.engine.engine_pid]
-            poller.own_pids = frozenset(p for p in pids if p)
+            poller.own_pids = app.engine.engine_pids
 
         app.set_interval(OWN_PIDS_EVERY_S, own_pids)
         return poller
