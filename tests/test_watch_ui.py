@@ -39,6 +39,14 @@ def watch_app(program, log_path: str) -> tuple[WatchApp, FakeEngine]:
     return app, engine
 
 
+def watch_script(name: str, log_file) -> tuple[WatchedProgram, WatchApp, FakeEngine]:
+    """tests/watch_programs/<name> run watched, its output into the fixture's log file."""
+    path, f = log_file
+    watched = WatchedProgram([sys.executable, str(PROGRAMS / name)])
+    watched.log_to(f)
+    return (watched, *watch_app(watched, path))
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -55,10 +63,8 @@ def log_file(tmp_path):
 
 
 async def test_shapes_rows_detail_log_exit_code_and_try_in_lab(log_file):
-    path, f = log_file
-    watched = WatchedProgram([sys.executable, str(PROGRAMS / "shapes.py")])
-    watched.log_to(f)
-    app, engine = watch_app(watched, path)
+    path, _ = log_file
+    watched, app, engine = watch_script("shapes.py", log_file)
     async with app.run_test(size=(140, 45)) as pilot:
         await settle(pilot, until=lambda: app.exit_code is not None and app.calls.query_one(DataTable).row_count == 5,
                      timeout=START_S)
@@ -98,10 +104,8 @@ async def test_shapes_rows_detail_log_exit_code_and_try_in_lab(log_file):
 
 
 async def test_quit_stops_a_running_program_and_its_child(log_file):
-    path, f = log_file
-    watched = WatchedProgram([sys.executable, str(PROGRAMS / "sleeper.py")])
-    watched.log_to(f)
-    app, _ = watch_app(watched, path)
+    path, _ = log_file
+    watched, app, _ = watch_script("sleeper.py", log_file)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, until=lambda: "ready" in Path(path).read_text(), timeout=START_S)
         await settle(pilot, until=lambda: app.calls.query_one(DataTable).row_count == 1, timeout=10)
@@ -117,10 +121,7 @@ async def test_quit_stops_a_running_program_and_its_child(log_file):
 
 
 async def test_crash_shows_traceback_and_keeps_calls(log_file):
-    path, f = log_file
-    watched = WatchedProgram([sys.executable, str(PROGRAMS / "crash.py")])
-    watched.log_to(f)
-    app, _ = watch_app(watched, path)
+    _, app, _ = watch_script("crash.py", log_file)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, until=lambda: app.exit_code is not None and "Error" in widget_text(app, "#watch-banner"),
                      timeout=START_S)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .backends import ALL_BACKENDS, Backend
-from .workload import Workload, WorkloadError
+from .workload import DTYPES, Workload, WorkloadError
 
 SCHEMA_VERSION = 1
 WIRE_VERSION = 1
@@ -24,7 +24,12 @@ NOT_INTERCEPTED_NOTE = (
 )
 CPU_KERNELS_NOTE = "no GPU kernels on the CPU"
 
-_DTYPE_NAMES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32"}
+_DTYPE_NAMES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64"}
+
+
+def dtype_name(dtype: str) -> str:
+    """torch's spelling → the short one (``torch.float16`` → ``fp16``); others pass through."""
+    return _DTYPE_NAMES.get(dtype, dtype)
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class CallSignature:
     priority: tuple[str, ...] = ()  # torch's priority order at the call
 
     def describe(self) -> str:
-        text = f"q{list(self.q_shape)} kv{list(self.kv_shape)} {_DTYPE_NAMES.get(self.dtype, self.dtype)}"
+        text = f"q{list(self.q_shape)} kv{list(self.kv_shape)} {dtype_name(self.dtype)}"
         extras = []
         if self.mask != "none":
             extras.append(f"{self.mask} mask{list(self.mask_shape or ())}")
@@ -267,8 +272,8 @@ def lab_workload(signature: CallSignature) -> tuple[Workload, list[str]]:
         raise WorkloadError(f"the lab measures [batch, heads, length, head dim] calls; this one is q{list(q)}")
     if q[-1] != kv[-1]:
         raise WorkloadError(f"the lab uses one head dim; q has {q[-1]}, k has {kv[-1]}")
-    dtype = _DTYPE_NAMES.get(signature.dtype)
-    if dtype is None:
+    dtype = dtype_name(signature.dtype)
+    if dtype not in DTYPES:
         raise WorkloadError(f"the lab measures fp16, bf16 and fp32; this call is {signature.dtype}")
     batch = 1
     for size in q[:-3]:

@@ -9,7 +9,7 @@ import os
 
 from ..core.backends import ALL_BACKENDS
 from ..core.kernel_names import short_name
-from ..core.watched_calls import CPU_KERNELS_NOTE, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.watched_calls import CPU_KERNELS_NOTE, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label, dtype_name
 from ..watch.tables import kernels_cell, time_cell
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -19,7 +19,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """(key, heading) of each column of the Calls table."""
 RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time"})
-_DTYPES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64"}
 
 
 def shape(dims: tuple[int, ...] | None) -> str:
@@ -38,7 +37,7 @@ def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
         "module": row.module or "—",
         "q": shape(s.q_shape),
         "kv": shape(s.kv_shape),
-        "dtype": _DTYPES.get(s.dtype, s.dtype),
+        "dtype": dtype_name(s.dtype),
         "mask": s.mask,
         "causal": "yes" if s.causal else "",
         "count": f"{row.count:,}",

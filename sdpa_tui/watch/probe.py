@@ -38,6 +38,13 @@ MAX_SAMPLES = 256
 SEND_EVERY_S = 0.5
 
 
+def _keep_sample(samples: list[float], us: float) -> None:
+    """Append a timing, keeping the last ``MAX_SAMPLES``."""
+    samples.append(us)
+    if len(samples) > MAX_SAMPLES:
+        del samples[: len(samples) - MAX_SAMPLES]
+
+
 class _Entry:
     __slots__ = ("count", "stats", "index", "cuda")
 
@@ -144,10 +151,7 @@ class Probe:
             return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         t0 = time.perf_counter_ns()
         out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-        samples = entry.stats.host_us
-        samples.append((time.perf_counter_ns() - t0) / 1e3)
-        if len(samples) > MAX_SAMPLES:
-            del samples[: len(samples) - MAX_SAMPLES]
+        _keep_sample(entry.stats.host_us, (time.perf_counter_ns() - t0) / 1e3)
         return out
 
     def burst_tick(self) -> None:
@@ -191,10 +195,7 @@ class Probe:
             self.pending.popleft()
             if wait:
                 end.synchronize()
-            samples = entry.stats.gpu_us
-            samples.append(start.elapsed_time(end) * 1e3)
-            if len(samples) > MAX_SAMPLES:
-                del samples[: len(samples) - MAX_SAMPLES]
+            _keep_sample(entry.stats.gpu_us, start.elapsed_time(end) * 1e3)
         while self.bursts.finished:
             per_signature, compiled = read_profile(self.bursts.finished.pop(0))
             for index, names in per_signature.items():
