@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 import time
 import types
@@ -393,4 +392,4 @@ def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-__all__ = ["Probe", "install", "make_wrapper", "format_exception", "sys"]
+__all__ = ["Probe", "install", "make_wrapper", "format_exception"]
