@@ -9,21 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from sdpa_tui.core.backends import Backend
-from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
-from sdpa_tui.ui import app as app_module
-from sdpa_tui.ui.gpu_switching import HostGpusUpdate
-from sdpa_tui.ui.messages import GpuUpdate
-from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
-
-import fake_pynvml
-from sdpa_tui.core.backends import ALL_BACKENDS
+from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import Ready, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
+from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
+from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.app import SdpaApp
-from sdpa_tui.ui.gpu_switching import DeviceRecords
+from sdpa_tui.ui.messages import DeviceRecords, GpuUpdate, HostGpusUpdate
+from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
 
+import fake_pynvml
 from real_data import H200
 from ui_fakes import ENGINE_PID, T0, FakeEngine, live_records, make_test_app, settle, widget_text
 

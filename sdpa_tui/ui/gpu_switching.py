@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from textual.message import Message
-
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
 from ..device_choice import gpu_index
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
-from .messages import EngineEvent, EngineRecords
+from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
 from .screens.gpu_chooser import GpuChooser
 from .widgets.gpu_overview import GpuOverview
 
@@ -26,35 +24,6 @@ NVML_INTERVAL_S = 1.0
 OWN_PIDS_EVERY_S = 2.0
 TABLE_REDRAW_S = 0.5
 """``--devices``: the side-by-side table is redrawn at most this often (records come from every engine)."""
-
-
-class HostGpusUpdate(Message):
-    """A new NVML reading of every GPU; only the latest one matters."""
-
-    def __init__(self, host: HostGpus) -> None:
-        super().__init__()
-        self.host = host
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, HostGpusUpdate)
-
-
-class DeviceRecords(Message):
-    """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
-
-    def __init__(self, index: int, records: list[Any]) -> None:
-        super().__init__()
-        self.index = index
-        self.records = records
-
-
-class DeviceEvent(Message):
-    """The engine on GPU ``index`` started, died, or is being restarted."""
-
-    def __init__(self, index: int, event: Any) -> None:
-        super().__init__()
-        self.index = index
-        self.event = event
 
 
 class GpuSwitching:
