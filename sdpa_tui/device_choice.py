@@ -64,7 +64,7 @@ def check_device(spec: str, gpus: VisibleGpus | None = None) -> str:
         return "cuda:0" if gpus.count else "cpu"
     if not gpus.count:
         raise DeviceError(f"--device {spec}: {gpus.why_none} (use --device cpu or auto)")
-    index = int(spec.split(":", 1)[1]) if ":" in spec else 0
+    index = cuda_number(spec)
     if index >= gpus.count:
         shown = ", ".join(f"cuda:{i}" for i in range(gpus.count))
         mask = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -78,7 +78,7 @@ def nvml_index(device: str, gpus: VisibleGpus | None = None) -> int | None:
     the CPU, or where it cannot be told (a MIG instance, NVML unavailable)."""
     if not device.startswith("cuda"):
         return None
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    index = cuda_number(device)
     gpus = gpus if gpus is not None else find_gpus()
     if index >= gpus.count or gpus.nvml_indices[index] < 0:
         return None
@@ -92,6 +92,11 @@ def gpu_index(device: str) -> int | None:
     index = nvml_index(device)  # under CUDA_VISIBLE_DEVICES, cuda:N is not NVML's device N
     if index is not None:
         return index
+    return cuda_number(device)
+
+
+def cuda_number(device: str) -> int:
+    """N of ``cuda:N`` (0 for plain ``cuda``)."""
     return int(device.split(":", 1)[1]) if ":" in device else 0
 
 

@@ -9,21 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from sdpa_tui.core.backends import Backend
-from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
-from sdpa_tui.ui import app as app_module
-from sdpa_tui.ui.gpu_switching import HostGpusUpdate
-from sdpa_tui.ui.messages import GpuUpdate
-from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
-
-import fake_pynvml
-from sdpa_tui.core.backends import ALL_BACKENDS
+from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import Ready, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
+from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
+from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.app import SdpaApp
-from sdpa_tui.ui.gpu_switching import DeviceRecords
+from sdpa_tui.ui.messages import DeviceRecords, GpuUpdate, HostGpusUpdate
+from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
 
+import fake_pynvml
 from real_data import H200
 from ui_fakes import ENGINE_PID, T0, FakeEngine, live_records, make_test_app, settle, widget_text
 
@@ -41,6 +37,13 @@ async def shown(pilot, app, host: HostGpus) -> str:
     app.post_message(GpuUpdate(host.get(app.watched_gpu)))
     await settle(pilot, until=lambda: app.query_one("#gpus").display and "GPU" in widget_text(app, "#gpus"))
     return widget_text(app, "#gpus")
+
+
+async def choose(pilot, app, *keys: str) -> None:
+    """``g``, then ``keys`` in the chooser (ending with enter or escape)."""
+    await pilot.press("g")
+    await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+    await pilot.press(*keys)
 
 
 async def test_one_line_per_gpu_with_throttling_and_strangers(monkeypatch) -> None:
@@ -77,9 +80,7 @@ async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> No
         engine.feed_live(app)
         await settle(pilot, until=lambda: app.session.backends[Backend.CUDNN].gpu.summary() is not None)
         first = app.session
-        await pilot.press("g")
-        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
-        await pilot.press("down", "down", "enter")
+        await choose(pilot, app, "down", "down", "enter")
         await settle(pilot, until=lambda: engine.switched_to)
         assert engine.switched_to == ["cuda:2"] and app.device == "cuda:2"
         assert app.session is not first and app.session.backends[Backend.CUDNN].gpu.summary() is None
@@ -91,9 +92,7 @@ async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> No
         await settle(pilot, until=lambda: app.session.backends[Backend.CUDNN].gpu.summary() is not None)
         on_two = app.session
         # back to GPU 0: its numbers are still there
-        await pilot.press("g")
-        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
-        await pilot.press("up", "up", "enter")
+        await choose(pilot, app, "up", "up", "enter")
         await settle(pilot, until=lambda: len(engine.switched_to) == 2)
         assert engine.switched_to == ["cuda:2", "cuda:0"]
         assert app.session is first and first.backends[Backend.CUDNN].gpu.summary() is not None
@@ -106,9 +105,7 @@ async def test_escape_keeps_the_gpu(monkeypatch) -> None:
     before = app.device
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app, host)
-        await pilot.press("g")
-        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
-        await pilot.press("down", "escape")
+        await choose(pilot, app, "down", "escape")
         await settle(pilot, until=lambda: not isinstance(app.screen, GpuChooser))
         assert engine.switched_to == [] and app.device == before
 
@@ -181,9 +178,7 @@ async def test_side_by_side_names_the_slow_gpu(monkeypatch) -> None:
         assert "cuDNN" in rows["1"] and "1.30" in rows["1"] and "1.00" in rows["0"]
         assert "9.7 µs" in rows["0"] and "12.6 µs" in rows["1"]
         # the panels show GPU 0; g shows GPU 1's numbers at once, nothing restarts
-        await pilot.press("g")
-        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
-        await pilot.press("down", "enter")
+        await choose(pilot, app, "down", "enter")
         await settle(pilot, until=lambda: app.device == "cuda:1")
         assert engine.shown == 1 and engine.configs[-1].config_id == app.session.config_id
         assert app.session.backends[Backend.CUDNN].gpu.summary().median == pytest.approx(9.7 * 1.3)

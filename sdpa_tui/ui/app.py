@@ -49,9 +49,9 @@ MIN_SIZE = (60, 16)
 COMPACT_BELOW_ROWS = 36
 """Shorter terminals get one-line clocks, so each panel still names its kernel."""
 REDRAW_INTERVAL_S = 0.5
+"""The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
 HOST_PRESSURE_EVERY_S = 2.0
 """How often the host's CPU pressure is read for the header (one small /proc read)."""
-"""The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
 
 
 class MainScreen(Screen):

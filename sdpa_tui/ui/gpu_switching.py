@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from textual.message import Message
-
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
 from ..device_choice import gpu_index
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
-from .messages import EngineEvent, EngineRecords
+from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
 from .screens.gpu_chooser import GpuChooser
 from .widgets.gpu_overview import GpuOverview
 
@@ -28,44 +26,19 @@ TABLE_REDRAW_S = 0.5
 """``--devices``: the side-by-side table is redrawn at most this often (records come from every engine)."""
 
 
-class HostGpusUpdate(Message):
-    """A new NVML reading of every GPU; only the latest one matters."""
-
-    def __init__(self, host: HostGpus) -> None:
-        super().__init__()
-        self.host = host
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, HostGpusUpdate)
-
-
-class DeviceRecords(Message):
-    """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
-
-    def __init__(self, index: int, records: list[Any]) -> None:
-        super().__init__()
-        self.index = index
-        self.records = records
-
-
-class DeviceEvent(Message):
-    """The engine on GPU ``index`` started, died, or is being restarted."""
-
-    def __init__(self, index: int, event: Any) -> None:
-        super().__init__()
-        self.index = index
-        self.event = event
-
-
 class GpuSwitching:
     """Mixin for the app: ``host_gpus``, ``watched_gpu``, ``sessions_by_gpu`` and the ``g`` action."""
 
-    host_gpus: HostGpus | None = None
-    sessions_by_gpu: dict[int, Session]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.host_gpus: HostGpus | None = None
+        self.sessions_by_gpu: dict[int, Session] = {}
+        self._watched_gpu: tuple[str, int | None] | None = None
+        self._gpus_redraw_pending = False
 
     @property
     def watched_gpu(self) -> int | None:
-        cached = getattr(self, "_watched_gpu", None)
+        cached = self._watched_gpu
         if cached is None or cached[0] != self.device:  # NVML is asked once per device
             cached = self._watched_gpu = (self.device, gpu_index(self.device))
         return cached[1]
@@ -90,7 +63,7 @@ class GpuSwitching:
     def _show_gpus(self) -> None:
         results = None
         if self.side_by_side:
-            sessions = {**getattr(self, "sessions_by_gpu", {}), self.watched_gpu: self.session}
+            sessions = {**self.sessions_by_gpu, self.watched_gpu: self.session}
             results = tuple(result_from_session(i, sessions[i]) if i in sessions else GpuResult(i, note="starting")
                             for i in self.engine.devices)
         self.main_screen.query_one(GpuOverview).show(self.host_gpus, self.watched_gpu, self.measuring_gpus, results)
@@ -103,7 +76,7 @@ class GpuSwitching:
             session = self._session_of(message.index)
             for record in message.records:
                 session.apply(record)
-        if not getattr(self, "_gpus_redraw_pending", False):  # at most one table redraw per interval
+        if not self._gpus_redraw_pending:  # at most one table redraw per interval
             self._gpus_redraw_pending = True
             self.set_timer(TABLE_REDRAW_S, self._redraw_gpus)
 
@@ -117,8 +90,6 @@ class GpuSwitching:
 
     def _session_of(self, index: int) -> Session:
         """GPU ``index``'s session, following the shown one's workload, flags and config id."""
-        if not hasattr(self, "sessions_by_gpu"):
-            self.sessions_by_gpu = {}
         session = self.sessions_by_gpu.get(index)
         if session is None:
             session = self.sessions_by_gpu[index] = Session(self.session.workload, self.session.enabled)
@@ -147,8 +118,6 @@ class GpuSwitching:
         if self.side_by_side:
             self._show_other_engine(index)
             return
-        if not hasattr(self, "sessions_by_gpu"):
-            self.sessions_by_gpu = {}
         old, previous = self.session, self.watched_gpu
         if previous is not None:
             self.sessions_by_gpu[previous] = old

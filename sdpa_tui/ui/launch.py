@@ -46,8 +46,8 @@ from ..engine.device_engines import DeviceEngines, engine_device
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.host_cpu import cpu_pressure
 from .app import SdpaApp
-from .gpu_switching import DeviceEvent, DeviceRecords, host_gpu_source
-from .messages import EngineEvent, EngineRecords
+from .gpu_switching import host_gpu_source
+from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords
 
 if TYPE_CHECKING:
     from ..exports.metrics import LatestMetrics

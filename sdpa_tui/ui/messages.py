@@ -6,6 +6,7 @@ from typing import Any
 
 from textual.message import Message
 
+from ..telemetry.host_gpus import HostGpus
 from ..telemetry.snapshot import GpuSnapshot
 
 
@@ -34,3 +35,32 @@ class GpuUpdate(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, GpuUpdate)
+
+
+class HostGpusUpdate(Message):
+    """A new NVML reading of every GPU; only the latest one matters."""
+
+    def __init__(self, host: HostGpus) -> None:
+        super().__init__()
+        self.host = host
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, HostGpusUpdate)
+
+
+class DeviceRecords(Message):
+    """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
+
+    def __init__(self, index: int, records: list[Any]) -> None:
+        super().__init__()
+        self.index = index
+        self.records = records
+
+
+class DeviceEvent(Message):
+    """The engine on GPU ``index`` started, died, or is being restarted."""
+
+    def __init__(self, index: int, event: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.event = event
