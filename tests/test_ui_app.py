@@ -634,3 +634,19 @@ async def test_the_header_says_cpu_mode_and_why_first_at_80_columns(why) -> None
         await settle(pilot, until=lambda: "CPU MODE" in widget_text(app, "#header"))
         first = widget_text(app, "#header").splitlines()[0]
         assert f"CPU MODE ({why})" in first, first
+
+
+async def test_a_panel_draws_its_lines_again_at_a_new_size(monkeypatch) -> None:
+    """Lines are cut to the panel's width: after a resize they follow it, without new data."""
+    monkeypatch.setattr(app_module, "REDRAW_INTERVAL_S", 3600.0)  # no redraw tick can do it
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        engine.feed_live(app)
+        await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
+        await settle(pilot)
+        narrow = widget_text(app, "#panel-cudnn")
+        assert "×MATH  mem 1.0…" in narrow and "err" not in narrow  # cut to the narrow panel
+        await pilot.resize_terminal(180, 40)
+        await pilot.pause()
+        await pilot.pause()
+        assert "mem 1.0 MiB  err" in widget_text(app, "#panel-cudnn")

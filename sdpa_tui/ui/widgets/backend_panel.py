@@ -89,6 +89,7 @@ class BackendPanel(Vertical):
         self.backend = backend
         self.border_title = f"{backend.label} ({KEYS[backend]})"
         self._shown: tuple | None = None
+        self._last_show: tuple | None = None  # show()'s arguments, to draw again at a new size
 
     def compose(self) -> ComposeResult:
         # Fixed-size parts: an update redraws this panel only, never the screen's layout.
@@ -98,6 +99,7 @@ class BackendPanel(Vertical):
 
     def show(self, session: Session, row: BackendRow, is_pick: bool, is_cpu: bool, compact: bool = False) -> None:
         """``compact``: a short terminal; clocks on one line so the main kernel stays visible."""
+        self._last_show = (session, row, is_pick, is_cpu, compact)
         state = session.backends[self.backend]
         width = max(self.content_region.width, 20)
         body = self.query_one("#kernel", Static)
@@ -119,6 +121,11 @@ class BackendPanel(Vertical):
             body.update(reason_lines(state, width, max(self.content_region.height - 1, 0)), layout=False)
         else:
             body.update(fit_lines(self._kernel(state), width), layout=False)
+
+    def on_resize(self) -> None:
+        """Lines are cut and wrapped to the panel's width: at a new size, draw them again."""
+        if self._last_show is not None:
+            self.show(*self._last_show)
 
     # -- pieces ----------------------------------------------------------------------------
     def _status(self, state: BackendState) -> Text:
