@@ -220,3 +220,18 @@ def test_eight_gpus_side_by_side_at_120x40(snap_compare, monkeypatch, frozen_clo
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+async def test_a_table_redraw_due_after_quitting_does_nothing(monkeypatch) -> None:
+    """The side-by-side table's redraw timer can fire while the app closes (CI caught it once):
+    the screens are gone by then, and the tick must not raise into the user's terminal."""
+    host = host_reading(monkeypatch)
+    app, engine = devices_app((0, 1))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        engine.feed_gpu(app, 1)
+        await settle(pilot, until=lambda: app._gpus_redraw_pending)
+    assert not app.screen_stack
+    app._redraw_gpus()
+    app._redraw_if_dirty()
+    assert not app._gpus_redraw_pending

@@ -236,10 +236,16 @@ class SdpaApp(GpuSwitching, App):
 
     def _redraw_if_dirty(self) -> None:
         if self._dirty:
-            try:
-                self._redraw()
-            except NoMatches:  # a tick while the app shuts down: its widgets are already gone
-                pass
+            self.while_open(self._redraw)
+
+    def while_open(self, redraw: Callable[[], None]) -> None:
+        """Run a timer's redraw unless the app is closing: a tick may come after its screens went."""
+        if not self.screen_stack:
+            return
+        try:
+            redraw()
+        except NoMatches:  # the screen is still there but its widgets are already gone
+            pass
 
     def _redraw(self) -> None:
         self._dirty = False

@@ -82,7 +82,7 @@ class GpuSwitching:
 
     def _redraw_gpus(self) -> None:
         self._gpus_redraw_pending = False
-        self._show_gpus()
+        self.while_open(self._show_gpus)
 
     def on_device_event(self, message: DeviceEvent) -> None:
         if message.index == self.watched_gpu:

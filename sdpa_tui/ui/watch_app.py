@@ -70,7 +70,7 @@ class WatchApp(LiveApp):
         self.calls = calls
         self.engine.set_paused(True)
         self.program.start()
-        self.set_interval(POLL_INTERVAL_S, self.poll_program)
+        self.set_interval(POLL_INTERVAL_S, lambda: self.while_open(self.poll_program))
         self.poll_program()
 
     def on_unmount(self) -> None:
