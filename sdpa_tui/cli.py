@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--engine-memory-mib", type=float, default=ENGINE_MEMORY_MIB, metavar="MIB",
         help="replace the engine by a fresh one (history kept) once its host memory grew this much "
-        f"since its first profile (default {ENGINE_MEMORY_MIB:g}; 0: never)",
+        "beyond what each workload's first use loaded "
+        f"(default {ENGINE_MEMORY_MIB:g}; 0: never)",
     )
     add_live_metrics_options(parser)
     add_devices_option(parser)

@@ -27,6 +27,7 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.channel import Channel, ChannelClosed
 from sdpa_tui.engine.client import EngineClient
 from sdpa_tui.engine.headless import EngineFailed, measure
+from sdpa_tui.engine.runner import FAULT_ENV
 from sdpa_tui.engine.worker import EXIT_RECYCLE
 from sdpa_tui.exports.tables import dispatch_line
 
@@ -316,10 +317,10 @@ def test_records_sent_just_before_the_peer_died_are_delivered():
 
 
 # ------------------------------------------------------------------ replacing a grown engine
-def test_an_engine_past_its_memory_allowance_says_so_and_exits_to_be_replaced():
+def test_an_engine_past_its_memory_allowance_says_so_and_exits_to_be_replaced(monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "leak")  # the engine keeps 1 MiB per slice
     with ready_engine() as client:
-        # an allowance of a millionth of a MiB: any page the engine touches after its first burst
-        assert client.send(Configure(1, FP32, (Backend.MATH,), profile_every_s=0.5, recycle_growth_mib=1e-6))
+        assert client.send(Configure(1, FP32, (Backend.MATH,), profile_every_s=0.5, recycle_growth_mib=8.0))
         records = wait_for(client, None, lambda rs: any(isinstance(r, Recycling) for r in rs))
         recycling = next(r for r in records if isinstance(r, Recycling))
         assert recycling.rss_mib > recycling.baseline_mib > 0

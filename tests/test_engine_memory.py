@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 import torch
@@ -68,10 +69,12 @@ def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine,
     real profiler process for its bursts (stopped on the way out)."""
     made: list[Engine] = []
 
-    def make(rss_readings: list[float]) -> tuple[Engine, Recorder]:
-        readings = iter(rss_readings)
-        monkeypatch.setattr(host_memory, "rss_mib", lambda: next(readings))
+    def make(rss_readings: "list[float] | Callable[[], float]") -> tuple[Engine, Recorder]:
+        readings = iter(rss_readings) if isinstance(rss_readings, list) else None
+        monkeypatch.setattr(host_memory, "rss_mib", rss_readings if readings is None else lambda: next(readings))
         monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
+        # the matmul peak is part of a dtype's first use; its seconds of CPU matmuls are not under test
+        monkeypatch.setattr(runner.quality, "matmul_peak_tflops", lambda dtype, device: (1.0, "not measured here"))
         channel = Recorder()
         engine = Engine(channel, "cpu", NoOutput())
         engine.profiler = ProfilerClient("cpu")
@@ -84,7 +87,8 @@ def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine,
 
 
 def measure(engine: Engine, config: Configure, slices: int) -> None:
-    """``slices`` slices, waiting out the profiler process's start (its first burst is due then)."""
+    """``slices`` turns of the engine's loop, waiting out the profiler process's start (its
+    first burst is due then)."""
     engine._configure(config)
     engine.profiler.wait_ready()
     for _ in range(slices):
@@ -92,13 +96,14 @@ def measure(engine: Engine, config: Configure, slices: int) -> None:
         engine._check_growth()
         if engine.stopping:
             return
+        engine._send_peak_when_due()
 
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 
 
 def test_an_engine_that_grew_past_its_allowance_stops_to_be_replaced(engine_on_cpu):
-    # the first look is the baseline (after the first burst); the next ones grow by 600 MiB
+    # the first look is the baseline (once settled: first burst, peak); the next ones grow by 600 MiB
     engine, channel = engine_on_cpu([1000.0, 1300.0, 1600.0, 1900.0])
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=512.0), 20)
     assert engine.recycled and engine.stopping
@@ -115,10 +120,36 @@ def test_an_engine_within_its_allowance_goes_on(engine_on_cpu):
     assert captures and captures[0].kernels, "the baseline comes after a burst (from the profiler process)"
 
 
-def test_without_an_allowance_the_engine_takes_only_its_baseline(engine_on_cpu):
-    engine, _ = engine_on_cpu([1000.0])  # a second look would raise StopIteration
+def test_without_an_allowance_the_engine_never_reads_its_memory(engine_on_cpu):
+    engine, _ = engine_on_cpu([])  # a look would raise StopIteration
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0), 20)
+    measure(engine, Configure(2, replace(SMALL, seq=64, kv_seq=64), (Backend.MATH,), profile_every_s=0.0), 20)
     assert not engine.recycled
+
+
+def test_what_a_new_workload_loads_is_not_growth_but_growth_on_a_known_one_is(engine_on_cpu):
+    # As the H100 soak saw (2026-11-23): the RSS steps at a workload's first use, then stays.
+    rss = {"mib": 1000.0}
+    engine, channel = engine_on_cpu(lambda: rss["mib"])
+    allowance = 256.0
+
+    def run(config_id: int, workload: Workload) -> None:
+        measure(engine, Configure(config_id, workload, (Backend.MATH,), profile_every_s=0.0,
+                                  recycle_growth_mib=allowance), 10)
+
+    run(1, SMALL)
+    assert engine._growth.baseline_mib == 1000.0
+    longer = replace(SMALL, seq=64, kv_seq=64)
+    engine._configure(Configure(2, longer, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=allowance))
+    rss["mib"] = 1400.0  # the first use of `longer` loads 400 MiB, more than the allowance
+    run(2, longer)
+    assert not engine.recycled and engine._growth.baseline_mib == 1400.0
+    run(3, SMALL)  # a workload this engine ran before: nothing new to load
+    assert not engine.recycled
+    rss["mib"] = 1700.0  # grown while running known workloads: that is growth
+    run(4, SMALL)
+    assert engine.recycled
+    assert [r for r in channel.records if isinstance(r, Recycling)] == [Recycling(1700.0, 1400.0)]
 
 
 class FakeClient:

@@ -85,7 +85,7 @@ class Configure:
     enabled: tuple[Backend, ...]
     profile_every_s: float = 5.0  # a kernel burst per backend this often
     profile_every_max_s: float = 0.0  # if larger: the interval doubles after each burst, up to this
-    recycle_growth_mib: float = 0.0  # exit to be replaced once RSS grew this much since the first burst (0: never)
+    recycle_growth_mib: float = 0.0  # exit to be replaced once RSS grew this much, first uses counted out (0: never)
     sample_interval_s: float = 0.0  # at least this long between two samples of one backend
     legacy_api: bool = False  # apply flags as torch.backends.cuda.sdp_kernel(...) does
     priority: tuple[Backend, ...] = ()  # a custom dispatch order (sdpa_kernel set_priority=True)

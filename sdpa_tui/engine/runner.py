@@ -32,6 +32,7 @@ from . import call_memory, clocks, cpu_threads, dispatch, host_memory, profiler_
 from .calls import Inputs, forced
 from .channel import Channel
 from .environment import describe, resolve_device
+from .host_growth import HostGrowth
 from .output_capture import OutputCapture
 from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
 from .startup_times import StartupClock, write_if_asked
@@ -54,12 +55,18 @@ _STICKY = ("illegal memory access", "device-side assert", "unspecified launch fa
 
 FAULT_ENV = "SDPA_TUI_FAULT"
 """Fault injection for demonstrations and tests: ``device-assert`` makes the first timing slice
-trigger a real device-side assert (a sticky CUDA error); ``exit`` makes the engine die."""
+trigger a real device-side assert (a sticky CUDA error); ``exit`` makes the engine die; ``leak``
+makes every slice keep 1 MiB of host memory for good (the growth ``--engine-memory-mib`` is for)."""
+
+LEAK_MIB_PER_SLICE = 1
+_leaked: list[bytearray] = []  # what ``leak`` keeps
 
 
 def inject_fault(kind: str, device: torch.device) -> None:
     if kind == "exit":
         os._exit(9)
+    if kind == "leak":
+        _leaked.append(bytearray(LEAK_MIB_PER_SLICE << 20))  # zero-filled: resident at once
     if kind == "device-assert" and device.type == "cuda":
         table = torch.zeros(4, device=device)
         table[torch.tensor([1 << 20], device=device)] += 1  # out of bounds: the kernel asserts
@@ -69,8 +76,8 @@ def inject_fault(kind: str, device: torch.device) -> None:
 def next_profile_interval(previous_s: float, config: Configure) -> float:
     """Seconds to the next burst of a backend: ``profile_every_s``, doubling after each burst up
     to ``profile_every_max_s`` when that is larger. A workload's kernels do not change while it
-    runs, and each burst is a profiler (CUPTI) session the engine's memory pays for
-    (docs/gpu-measurements.md, "Engine host memory")."""
+    runs, and each burst is a pause in timing (the profiler process runs it while the engine
+    waits)."""
     if previous_s <= 0 or config.profile_every_max_s <= config.profile_every_s:
         return config.profile_every_s
     return min(previous_s * 2, config.profile_every_max_s)
@@ -122,7 +129,7 @@ class Engine:
         self._fault = os.environ.get(FAULT_ENV, "")
         self._cursor = 0
         self.recycled = False  # stopped so that a fresh engine gives host memory back
-        self._rss_baseline_mib: float | None = None  # from the first kernel capture on
+        self._growth = HostGrowth()  # host memory growth, first uses counted out
         self._next_rss_check = 0.0
         # Kernel capture runs in a sibling process: this one never starts a profiler.
         self.profiler: ProfilerClient | None = None
@@ -167,19 +174,25 @@ class Engine:
         self.channel.send(EngineHealth(host_memory.rss_mib(), profiler_guard.starts(), self.profiler.pid))
 
     def _check_growth(self) -> None:
-        """Stop, to be replaced, once host memory grew past the allowance since the first burst.
-
-        With torch 2.11, every replay of a CUDA graph captured after CUPTI was loaded keeps a
-        few KiB that no call frees (docs/faults.md); only a new process gets them back."""
+        """Stop, to be replaced, once host memory grew past the allowance: a safety net, since
+        only a new process gets back what torch keeps (docs/faults.md). What a workload's first
+        use loads is not growth (``HostGrowth``): a fresh engine would load it again."""
         allowance = self.config.recycle_growth_mib if self.config else 0.0
         now = time.monotonic()
-        if allowance <= 0 or self._rss_baseline_mib is None or now < self._next_rss_check:
+        if allowance <= 0 or now < self._next_rss_check or not self._settled():
             return
         self._next_rss_check = now + RSS_CHECK_EVERY_S
         rss = host_memory.rss_mib()
-        if rss is not None and rss - self._rss_baseline_mib > allowance:
-            self.channel.send(Recycling(rss, self._rss_baseline_mib))
+        growth = None if rss is None else self._growth.growth(rss, settled=True)
+        if growth is not None and growth > allowance:
+            self.channel.send(Recycling(rss, self._growth.baseline_mib))
             self.recycled = self.stopping = True
+
+    def _settled(self) -> bool:
+        """The workload is past its first use: every backend's graph captured and first burst
+        done, the dtype's matmul peak measured."""
+        return (bool(self.runs) and not self._peak_due
+                and all(r.captured and not r.graph_due for r in self.runs.values()))
 
     def _wait_time(self) -> float:
         """Seconds until the next backend is due for a sample (0 when one is due now)."""
@@ -249,6 +262,8 @@ class Engine:
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
                                                 measured=backend in measured))
                 continue
+            if config.recycle_growth_mib > 0:
+                self._growth.starting((config.workload, backend), host_memory.rss_mib)
             try:
                 self.runs[backend] = self._prepare(backend)
                 self.startup.mark("pick_prepare")
@@ -514,8 +529,6 @@ class Engine:
         if not self.startup.complete and all(r.captured for r in self.runs.values()):
             self.startup.mark("all_kernel_captures")
             self._send_startup(complete=True)
-        if self._rss_baseline_mib is None:
-            self._rss_baseline_mib = host_memory.rss_mib()
         return capture
 
     def _capture_traces(self, request: CaptureTraces) -> None:

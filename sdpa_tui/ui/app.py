@@ -209,7 +209,7 @@ class SdpaApp(GpuSwitching, App):
         elif isinstance(event, EngineRecycled):
             self._replacing_engine = event.growth_mib
             self.engine_state = "restarting the engine to give host memory back"
-            self.status(f"the engine's host memory grew {event.growth_mib:,.0f} MiB since its first profile "
+            self.status(f"the engine's host memory grew {event.growth_mib:,.0f} MiB beyond its first uses "
                         "(torch keeps it for good); restarting it, history kept")
         elif isinstance(event, EngineDied):
             if event.retry_in_s is None:
