@@ -207,3 +207,23 @@ def test_a_recycled_engine_is_replaced_at_once_not_counted_as_a_death():
     # no EngineDied and no backoff in between; the replacement is a first attempt, not a retry
     assert events[:3] == [EngineStarting(1), EngineRecycled(1100.0), EngineStarting(1)]
     assert Configure(3, SMALL, (Backend.MATH,)) in FakeClient.started[1].sent, "the new engine gets the workload"
+
+
+def test_what_the_dispatch_probe_loads_for_a_new_dtype_is_a_first_use_too(engine_on_cpu, monkeypatch):
+    # The CPU soak of 2026-11-23 replaced the engine at its first bf16 workload: the dispatch
+    # probe, before any backend is set up, ran the first bf16 SDPA call.
+    rss = {"mib": 1000.0}
+    engine, _ = engine_on_cpu(lambda: rss["mib"])
+    choose = runner.dispatch.choose
+
+    def loading_choose(inputs, *args, **kwargs):
+        if inputs.q.dtype == torch.bfloat16:
+            rss["mib"] = 1300.0
+        return choose(inputs, *args, **kwargs)
+
+    monkeypatch.setattr(runner.dispatch, "choose", loading_choose)
+    measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=64.0), 10)
+    measure(engine, Configure(2, replace(SMALL, dtype="bf16"), (Backend.MATH,), profile_every_s=0.0,
+                              recycle_growth_mib=64.0), 10)
+    assert not engine.recycled
+    assert engine._growth.baseline_mib == 1300.0

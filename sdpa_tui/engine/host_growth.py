@@ -22,9 +22,9 @@ class HostGrowth:
         self._seen: set[Hashable] = set()
 
     def starting(self, use: Hashable, rss_mib: Callable[[], float | None]) -> None:
-        """The engine sets up ``use`` (a workload and backend): the first time, a first use
-        begins, and what the process grows until it settles is not counted. Before the baseline
-        there is nothing to discount."""
+        """The engine sets up ``use`` (a workload, or a workload and backend): the first time, a
+        first use begins, and what the process grows until it settles is not counted. Before the
+        baseline there is nothing to discount."""
         if use in self._seen:
             return
         self._seen.add(use)

@@ -221,6 +221,8 @@ class Engine:
     # -- configuration ---------------------------------------------------------------------
     def _configure(self, config: Configure) -> None:
         self.startup.mark("configure")
+        if config.recycle_growth_mib > 0:  # before the inputs and the dispatch probe: both load kernels
+            self._growth.starting(config.workload, host_memory.rss_mib)
         same_inputs = self.inputs is not None and self.config is not None and config.workload == self.config.workload
         if not same_inputs:
             self._release()
@@ -262,7 +264,7 @@ class Engine:
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
                                                 measured=backend in measured))
                 continue
-            if config.recycle_growth_mib > 0:
+            if config.recycle_growth_mib > 0:  # a backend switched on again: its kernels too
                 self._growth.starting((config.workload, backend), host_memory.rss_mib)
             try:
                 self.runs[backend] = self._prepare(backend)
