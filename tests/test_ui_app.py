@@ -611,6 +611,14 @@ async def test_the_first_number_after_a_key_is_drawn_without_waiting_for_the_red
         engine.feed(app, [BackendStatus(cid, Backend.CUDNN, "ok"), Sample(cid, Backend.CUDNN, gpu_us=9.7, eager_us=52.0)])
         await settle(pilot, until=lambda: "52.0 µs" in widget_text(app, "#panel-cudnn"))
         assert "52.0 µs" in widget_text(app, "#panel-cudnn")
+        # each backend's first number too, not only the first of all
+        engine.feed(app, [BackendStatus(cid, Backend.FLASH, "ok"), Sample(cid, Backend.FLASH, gpu_us=12.5, eager_us=61.0)])
+        await settle(pilot, until=lambda: "61.0 µs" in widget_text(app, "#panel-flash"))
+        assert "61.0 µs" in widget_text(app, "#panel-flash")
+        # a later number of a backend waits for the tick (never, here)
+        engine.feed(app, [Sample(cid, Backend.FLASH, gpu_us=12.5, eager_us=99.0)])
+        await settle(pilot)
+        assert "61.0 µs" in widget_text(app, "#panel-flash") and "99.0 µs" not in widget_text(app, "#panel-flash")
 
 
 async def test_a_contended_host_cpu_is_said_in_the_header(monkeypatch) -> None:

@@ -48,8 +48,9 @@ MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
 """Shorter terminals get one-line clocks, so each panel still names its kernel."""
-REDRAW_INTERVAL_S = 0.5
-"""The screen is redrawn at most twice a second: enough to read, cheap for the UI process."""
+REDRAW_INTERVAL_S = 1.0
+"""Between keys the screen is redrawn at most once a second, as GPU monitors do: the redraws were
+most of the UI process's CPU time. Each backend's first number after a key is drawn at once."""
 HOST_PRESSURE_EVERY_S = 2.0
 """How often the host's CPU pressure is read for the header (one small /proc read)."""
 
@@ -118,7 +119,7 @@ class SdpaApp(GpuSwitching, App):
         self._last_error = ""
         self.host_pressure: float | None = None  # % of the last 10 s some task waited for a CPU
         self.host_pressure_source: Callable[[], float | None] | None = None  # make_app: the kernel's PSI
-        self._numbered_config = -1  # the configuration whose first number was drawn at once
+        self._numbered: tuple[int, set[Backend]] = (-1, set())  # a configuration, backends drawn at once
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -186,21 +187,23 @@ class SdpaApp(GpuSwitching, App):
                 self._replacing_engine = None
             elif isinstance(record, TracesCaptured):
                 self.snapshots.traces_captured(record)
-        if self._first_number_of_configuration(message.records):
-            self._redraw()  # the first number after a key or at start: now, not at the next tick
+        if self._first_numbers_of_configuration(message.records):
+            self._redraw()  # a backend's first number after a key or at start: now, not at the next tick
             self._dirty = True  # and again at the tick, once the layout has settled (cheap: unchanged parts skip)
         errors = list(self.session.errors)  # kept in the session: snapshots export them
         if errors and errors[-1] != self._last_error:
             self._last_error = errors[-1]
             self.status(errors[-1], error=True)
 
-    def _first_number_of_configuration(self, records: list[Any]) -> bool:
+    def _first_numbers_of_configuration(self, records: list[Any]) -> bool:
+        """Whether ``records`` bring some backend's first number of the current configuration."""
         current = self.session.config_id
-        if self._numbered_config == current or not any(
-                isinstance(r, Sample) and r.config_id == current for r in records):
-            return False
-        self._numbered_config = current
-        return True
+        if self._numbered[0] != current:
+            self._numbered = (current, set())
+        drawn = self._numbered[1]
+        fresh = {r.backend for r in records if isinstance(r, Sample) and r.config_id == current} - drawn
+        drawn |= fresh
+        return bool(fresh)
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event

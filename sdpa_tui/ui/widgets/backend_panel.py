@@ -90,6 +90,7 @@ class BackendPanel(Vertical):
         self.border_title = f"{backend.label} ({KEYS[backend]})"
         self._shown: tuple | None = None
         self._last_show: tuple | None = None  # show()'s arguments, to draw again at a new size
+        self._body: Text | None = None  # what the kernel part shows
 
     def compose(self) -> ComposeResult:
         # Fixed-size parts: an update redraws this panel only, never the screen's layout.
@@ -118,9 +119,12 @@ class BackendPanel(Vertical):
         spark.display = bool(spark.data) and not compact
         if state.status in PROBLEMS:  # the reason wraps in whole words; a cut says so
             # below the one status line (app.tcss: .-problem .panel-head), the panel is the reason's
-            body.update(reason_lines(state, width, max(self.content_region.height - 1, 0)), layout=False)
+            text = reason_lines(state, width, max(self.content_region.height - 1, 0))
         else:
-            body.update(fit_lines(self._kernel(state), width), layout=False)
+            text = fit_lines(self._kernel(state), width)
+        if text != self._body:  # the kernel lines change at a burst, not at every sample: no redraw
+            self._body = text
+            body.update(text, layout=False)
 
     def on_resize(self) -> None:
         """Lines are cut and wrapped to the panel's width: at a new size, draw them again."""

@@ -66,6 +66,13 @@ def faster_text(faster: tuple[Faster, ...], width: int) -> Text:
 
 class DispatchPanel(Static):
     _shown: tuple | None = None
+    _text: Text | None = None
+
+    def _put(self, text: Text) -> None:
+        """Redraw only when the text changed: a new sample often leaves the medians shown as they were."""
+        if text != self._text:
+            self._text = text
+            self.update(text, layout=False)
 
     def on_mount(self) -> None:
         self.border_title = "Dispatch"
@@ -83,7 +90,7 @@ class DispatchPanel(Static):
         text.append(" ".join(f"{b.short}{'✓' if b in session.enabled else '✗'}" for b in ALL_BACKENDS))
         if d is None:
             text.append("\nasking torch…", style="yellow")
-            self.update(text, layout=False)
+            self._put(text)
             return
         order = [Backend(name) for name in d.priority_order]
         if d.choice is None:
@@ -107,4 +114,4 @@ class DispatchPanel(Static):
             if backend != d.choice:
                 text.append(f"\n{backend.label}: ", style="bold")
                 text.append(why_not(session, backend, d.choice, order), style="dim")
-        self.update(text, layout=False)
+        self._put(text)
