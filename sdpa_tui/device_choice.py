@@ -85,6 +85,19 @@ def nvml_index(device: str, gpus: VisibleGpus | None = None) -> int | None:
     return gpus.nvml_indices[index]
 
 
+def cuda_device_of(index: int, gpus: VisibleGpus | None = None) -> str:
+    """``cuda:N`` for NVML GPU ``index``, as a CUDA process started from here numbers it (they
+    differ under ``CUDA_VISIBLE_DEVICES``); :class:`DeviceError` when the mask hides it."""
+    gpus = gpus if gpus is not None else find_gpus()
+    if index in gpus.nvml_indices:
+        return f"cuda:{gpus.nvml_indices.index(index)}"
+    mask = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if mask is not None:
+        visible = ", ".join(str(i) for i in gpus.nvml_indices if i >= 0) or "none"
+        raise DeviceError(f"GPU {index} is hidden by CUDA_VISIBLE_DEVICES={mask} (visible: GPU {visible})")
+    raise DeviceError(f"GPU {index}: {gpus.why_none or 'not visible to CUDA'}")
+
+
 def gpu_index(device: str) -> int | None:
     """The GPU that NVML reads for ``device``: the one measured on (None in CPU mode)."""
     if device == "cpu":

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui import cli
+from sdpa_tui import cli, device_choice
 
 import fake_pynvml
 from fake_pynvml import FakeGpu
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpu_host(monkeypatch: pytest.MonkeyPatch, gpus: list[FakeGpu] | None = None) -> None:
+    """A host with these GPUs (a fake pynvml) and a torch built with CUDA."""
+    fake_pynvml.install(monkeypatch, gpus)
+    monkeypatch.setattr(device_choice, "torch_cuda_version", lambda: "12.8")
 
 
 def refuse(argv: list[str], capsys: pytest.CaptureFixture) -> str:
@@ -29,7 +35,7 @@ def refuse(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 
 @pytest.mark.parametrize("argv", [["--devices", "2"], ["report", "--devices", "0,2"], ["--devices", "cuda:7"]])
 def test_an_index_out_of_range_exits_2(argv, monkeypatch, capsys) -> None:
-    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    gpu_host(monkeypatch, [FakeGpu(), FakeGpu()])
     err = refuse(argv, capsys)
     assert "is out of range: this host has 2 GPU(s), 0 to 1" in err
 
@@ -42,11 +48,26 @@ def test_malformed_lists_exit_2(value, monkeypatch, capsys) -> None:
 
 @pytest.mark.parametrize("before", [True, False])
 def test_devices_resolved_against_the_host(before, monkeypatch) -> None:
-    fake_pynvml.install(monkeypatch)  # 8 GPUs
+    gpu_host(monkeypatch)  # 8 GPUs
     argv = ["--devices", "all", "report"] if before else ["report", "--devices", "all"]
     assert cli.parse(argv)[0].devices == tuple(range(8))
     assert cli.parse(["report", "--devices", "5,1"])[0].devices == (5, 1)
     assert cli.parse(["report"])[0].devices is None
+
+
+def test_only_the_gpus_cuda_visible_devices_leaves_are_measured(monkeypatch, capsys) -> None:
+    gpu_host(monkeypatch, [FakeGpu() for _ in range(4)])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
+    assert cli.parse(["report", "--devices", "all"])[0].devices == (1, 3)
+    assert cli.parse(["report", "--devices", "3"])[0].devices == (3,)
+    err = refuse(["report", "--devices", "0,1"], capsys)
+    assert "GPU 0 is hidden by CUDA_VISIBLE_DEVICES=1,3 (visible: GPU 1, 3)" in err
+
+
+def test_gpus_but_a_torch_without_cuda_exits_2(monkeypatch, capsys) -> None:
+    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    monkeypatch.setattr(device_choice, "torch_cuda_version", lambda: None)
+    assert "this torch build has no CUDA; use --device cpu" in refuse(["report", "--devices", "all"], capsys)
 
 
 def test_no_gpu_here_one_line_exit_2(monkeypatch, capsys) -> None:
@@ -74,7 +95,7 @@ def _env_without_gpu() -> dict[str, str]:
 def _two_gpu_report(tmp_path, monkeypatch, capsys) -> tuple[int, str, dict]:
     from sdpa_tui.report_devices import run_devices_report
 
-    fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
+    gpu_host(monkeypatch, [FakeGpu(), FakeGpu()])
     out = tmp_path / "devices.json"
     args, workload, backends = cli.parse(["report", "--devices", "all", "--seq", "64", "--heads", "2",
                                           "--backends", "math", "--duration", "0.3", "--json", str(out)])
@@ -83,8 +104,9 @@ def _two_gpu_report(tmp_path, monkeypatch, capsys) -> tuple[int, str, dict]:
 
 
 def test_report_devices_says_which_engine_failed(tmp_path, monkeypatch, capsys) -> None:
-    """Real engines asked for cuda:0 and cuda:1 on a torch without CUDA: each GPU's failure is
-    said in its own row, nothing is compared, exit 1 (skipped where CUDA works)."""
+    """Real engines asked for cuda:0 and cuda:1 on a torch without CUDA (the parent was made to
+    believe it had CUDA, as if the engines' torch differed): each GPU's failure is said in its
+    own row, nothing is compared, exit 1 (skipped where CUDA works)."""
     proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
                           capture_output=True, text=True, timeout=120)
     if proc.stdout.strip() != "False":

@@ -8,6 +8,7 @@ import threading
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import Configure, Ready
 from sdpa_tui.core.workload import Workload
+from sdpa_tui.device_choice import DeviceError, VisibleGpus
 from sdpa_tui.engine.supervisor import EngineDied, EngineStarting, EngineSupervisor
 
 from real_data import H200
@@ -92,7 +93,7 @@ def test_device_engines_one_per_gpu_same_configuration() -> None:
         return clients[device]
 
     engines = DeviceEngines((0, 2), on_records=lambda i, rs: got.extend((i, r) for r in rs),
-                            on_event=lambda i, e: None, client_factory=factory)
+                            on_event=lambda i, e: None, client_factory=factory, gpus=VisibleGpus((0, 1, 2)))
     config = Configure(7, Workload(), (Backend.FLASH,))
     engines.configure(config)
     engines.start()
@@ -103,9 +104,31 @@ def test_device_engines_one_per_gpu_same_configuration() -> None:
         assert sorted(i for i, r in got if isinstance(r, Ready)) == [0, 2]  # tagged with their GPU
         engines.switch_device("cuda:2")
         assert engines.shown == 2 and len(clients) == 2  # nothing restarted
-        with pytest.raises(ValueError, match="GPU 1 is not measured"):
+        with pytest.raises(ValueError, match="cuda:1 is not one of the measured GPUs"):
             engines.switch_device("cuda:1")
         assert len(engines.engine_pids) == 2
     finally:
         engines.stop()
     assert all(c.stopped.is_set() for c in clients.values())
+
+
+def test_device_engines_follow_cuda_visible_devices() -> None:
+    """CUDA_VISIBLE_DEVICES=1,3: NVML's GPUs 1 and 3 are cuda:0 and cuda:1 in the engines."""
+    import pytest
+
+    from sdpa_tui.engine.device_engines import DeviceEngines
+
+    made: list[str] = []
+
+    def factory(device: str) -> LiveClient:
+        made.append(device)
+        return LiveClient(device)
+
+    engines = DeviceEngines((1, 3), on_records=lambda i, rs: None, on_event=lambda i, e: None,
+                            client_factory=factory, gpus=VisibleGpus((1, 3)))
+    assert engines.cuda_devices == {1: "cuda:0", 3: "cuda:1"}
+    engines.switch_device("cuda:1")
+    assert engines.shown == 3
+    with pytest.raises(DeviceError, match="GPU 2"):
+        DeviceEngines((2,), on_records=lambda i, rs: None, on_event=lambda i, e: None,
+                      client_factory=factory, gpus=VisibleGpus((1, 3)))

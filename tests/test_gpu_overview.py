@@ -13,6 +13,7 @@ from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import Ready, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
+from sdpa_tui import device_choice
 from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
 from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.app import SdpaApp
@@ -26,6 +27,7 @@ from ui_fakes import ENGINE_PID, T0, FakeEngine, live_records, make_test_app, se
 
 def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None, own_pids=(ENGINE_PID,)) -> HostGpus:
     fake_pynvml.install(monkeypatch, gpus if gpus is not None else fake_pynvml.eight_gpus((ENGINE_PID,)))
+    monkeypatch.setattr(device_choice, "torch_cuda_version", lambda: "12.8")  # CUDA sees the fake GPUs
     with HostGpuReader() as reader:
         host = reader.snapshot(own_pids=own_pids)
     return replace(host, time=T0, read_s=0.0)
@@ -99,6 +101,24 @@ async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> No
         assert app.sessions_by_gpu[2] is on_two
 
 
+async def test_g_follows_cuda_visible_devices(monkeypatch) -> None:
+    """CUDA_VISIBLE_DEVICES=1,3: NVML's GPU 3 is cuda:1 for the engine; GPU 0 cannot be measured."""
+    host = host_reading(monkeypatch)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
+    app, engine, _ = make_test_app()
+    app.device = "cuda:0"  # as the command line resolves --device auto
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        assert app.watched_gpu == 1  # cuda:0 is NVML's GPU 1
+        await choose(pilot, app, "down", "down", "enter")  # GPU 3
+        await settle(pilot, until=lambda: engine.switched_to)
+        assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3
+        await choose(pilot, app, "home", "enter")  # GPU 0
+        await settle(pilot, until=lambda: "hidden" in widget_text(app, "#status-line"))
+        assert "GPU 0 is hidden by CUDA_VISIBLE_DEVICES=1,3 (visible: GPU 1, 3)" in widget_text(app, "#status-line")
+        assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3
+
+
 async def test_escape_keeps_the_gpu(monkeypatch) -> None:
     host = host_reading(monkeypatch)
     app, engine, _ = make_test_app()
@@ -139,10 +159,11 @@ class FakeDeviceEngines(FakeEngine):
         super().__init__()
         self.devices = devices
         self.shown = devices[0]
+        self.cuda_devices = {i: f"cuda:{i}" for i in devices}
 
     def switch_device(self, device: str) -> None:
         super().switch_device(device)
-        self.shown = int(device.rsplit(":", 1)[1])
+        self.shown = next(i for i, cuda in self.cuda_devices.items() if cuda == device)
 
     @property
     def engine_pids(self) -> frozenset[int]:

@@ -11,13 +11,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.records import Configure
+from ..device_choice import VisibleGpus, cuda_device_of, find_gpus
 from .client import EngineClient
 from .supervisor import EngineSupervisor
 
 
-def engine_device(index: int) -> str:
-    """The torch device of NVML GPU ``index`` (the engine orders GPUs by PCI bus, as NVML)."""
-    return f"cuda:{index}"
+def engine_device(index: int, gpus: VisibleGpus | None = None) -> str:
+    """The torch device of NVML GPU ``index`` (the engine orders GPUs by PCI bus, as NVML;
+    ``CUDA_VISIBLE_DEVICES`` renumbers them); DeviceError when the mask hides it."""
+    return cuda_device_of(index, gpus)
 
 
 class DeviceEngines:
@@ -27,13 +29,17 @@ class DeviceEngines:
         on_records: Callable[[int, list[Any]], None],
         on_event: Callable[[int, Any], None],
         client_factory: Callable[[str], EngineClient] = EngineClient,
+        gpus: VisibleGpus | None = None,
     ) -> None:
+        """``devices``: NVML indices; ``gpus``: what CUDA sees from here (default: looked up)."""
         if not devices:
             raise ValueError("DeviceEngines needs at least one GPU")
         self.devices = tuple(devices)
         self.shown = self.devices[0]
+        gpus = gpus if gpus is not None else find_gpus()
+        self.cuda_devices = {index: engine_device(index, gpus) for index in self.devices}
         self.supervisors = {
-            index: EngineSupervisor(engine_device(index),
+            index: EngineSupervisor(self.cuda_devices[index],
                                     on_records=lambda records, i=index: on_records(i, records),
                                     on_event=lambda event, i=index: on_event(i, event),
                                     client_factory=client_factory)
@@ -78,8 +84,9 @@ class DeviceEngines:
         return frozenset().union(*(s.engine_pids for s in self.supervisors.values()))
 
     def switch_device(self, device: str) -> None:
-        """Show ``cuda:N`` (one of ``devices``): every engine keeps measuring, none restarts."""
-        index = int(device.rsplit(":", 1)[1])
-        if index not in self.supervisors:
-            raise ValueError(f"GPU {index} is not measured (--devices {','.join(map(str, self.devices))})")
-        self.shown = index
+        """Show the engine on ``device`` (``cuda:N`` of one of ``devices``): every engine keeps
+        measuring, none restarts."""
+        shown = [index for index, cuda in self.cuda_devices.items() if cuda == device]
+        if not shown:
+            raise ValueError(f"{device} is not one of the measured GPUs (--devices {','.join(map(str, self.devices))})")
+        self.shown = shown[0]

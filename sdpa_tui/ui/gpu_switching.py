@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
-from ..device_choice import gpu_index
+from ..device_choice import DeviceError, cuda_device_of, gpu_index
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
@@ -118,6 +118,11 @@ class GpuSwitching:
         if self.side_by_side:
             self._show_other_engine(index)
             return
+        try:
+            device = cuda_device_of(index)
+        except DeviceError as exc:
+            self.status(f"cannot measure there: {exc}", error=True)
+            return
         old, previous = self.session, self.watched_gpu
         if previous is not None:
             self.sessions_by_gpu[previous] = old
@@ -129,7 +134,7 @@ class GpuSwitching:
         new.set_enabled(old.enabled)
         new.dispatch = None
         self.session = new
-        self.device = f"cuda:{index}"
+        self.device = device
         self.gpu = self.host_gpus.get(index) if self.host_gpus else None
         self.engine.switch_device(self.device)
         self.engine_state = f"engine restarting on GPU {index}"
@@ -148,7 +153,7 @@ class GpuSwitching:
         new = self._session_of(index)
         self.sessions_by_gpu[self.watched_gpu] = self.session
         self.session = new
-        self.device = f"cuda:{index}"
+        self.device = self.engine.cuda_devices[index]
         self.gpu = self.host_gpus.get(index) if self.host_gpus else None
         self.engine.switch_device(self.device)
         self.engine_state = "" if new.environment else f"engine starting on GPU {index}"
