@@ -11,10 +11,8 @@ import json
 import math
 import sys
 
+from .exit_codes import EXIT_SLOWER, EXIT_USAGE
 from .exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
-
-EXIT_SLOWER = 1
-EXIT_USAGE = 2
 
 
 def add_compare_parser(sub: argparse._SubParsersAction) -> None:

@@ -20,13 +20,13 @@ from .core.session import Session
 from .core.workload import Workload
 from .device_choice import gpu_index
 from .engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
+from .exit_codes import EXIT_USAGE
 from .exports.metrics import LatestMetrics
 from .exports.metrics_address import check_address, check_port, is_loopback
 from .exports.metrics_server import MetricsServerError, serve_metrics
 from .telemetry.nvml import GpuPoller
 from .telemetry.snapshot import GpuSnapshot
 
-EXIT_USAGE = 2
 NVML_INTERVAL_S = 1.0
 SAMPLE_INTERVAL_S = 0.25
 PROFILE_EVERY_S = 5.0

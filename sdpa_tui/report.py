@@ -10,11 +10,10 @@ from rich.console import Console
 from .core.backends import Backend
 from .core.workload import Workload
 from .engine.headless import EngineFailed, Progress, measure
+from .exit_codes import EXIT_ENGINE
 from .exports.atomic import write_text_atomic
 from .exports.comparison import report_dict
 from .exports.tables import markdown_report, rich_report
-
-EXIT_ENGINE = 1
 
 
 def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:

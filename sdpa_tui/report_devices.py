@@ -21,13 +21,13 @@ from .core.session import Session
 from .core.workload import Workload
 from .engine import device_engines
 from .engine.headless import EngineFailed, Progress, measure
+from .exit_codes import EXIT_ENGINE
 from .exports.atomic import write_text_atomic
 from .exports.comparison import report_dict
 from .exports.gpu_tables import markdown_comparison, rich_comparison
 from .exports.tables import markdown_report, rich_report
 from .telemetry.host_gpus import HostGpuPoller, HostGpus
 
-EXIT_ENGINE = 1
 NVML_INTERVAL_S = 1.0
 
 

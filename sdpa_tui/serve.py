@@ -21,10 +21,10 @@ import sys
 
 from .core.backends import Backend
 from .core.workload import Workload
+from .exit_codes import EXIT_USAGE
 
 DEFAULT_PORT = 8467
 DEFAULT_ADDRESS = "127.0.0.1"
-EXIT_USAGE = 2
 
 def app_argv(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> list[str]:
     """The ``sdpa-tui`` arguments that reproduce the parsed workload and flags."""

@@ -16,12 +16,11 @@ from .core.records import Environment
 from .core.sweep import Sweep, crossovers, parse_seqs, sweep_workloads
 from .core.workload import Workload
 from .engine.headless import EngineFailed, SeriesProgress, measure_series
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 from .exports.atomic import write_text_atomic
 from .exports.sweep_views import progress_line, render, sweep_csv, sweep_dict, sweep_markdown
 
-EXIT_ENGINE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+
 # ------------------------------------------------------------------ the command
 def plan(args: argparse.Namespace, workload: Workload) -> list[Workload]:
     """The workloads to measure, from ``--seq`` and ``--kv-seq``; ValueError says what is wrong."""

@@ -7,10 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from .runner import CommandError, WatchedProgram
-
-EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,12 @@
+"""The exit codes of the ``sdpa-tui`` commands, for scripts and CI (README: "Exit codes"); 0 is
+success. ``watch --report`` passes on the watched program's own code, and the live monitor
+128 + the signal that ended it (``ui/launch.py``)."""
+
+EXIT_ENGINE = 1
+"""report, sweep: the engine failed (said in one line)."""
+EXIT_SLOWER = 1
+"""compare: a clock got slower than ``--threshold``."""
+EXIT_USAGE = 2
+"""Bad input: a value, a device that is not there, a file that is not a report (one line)."""
+EXIT_INTERRUPTED = 130
+"""sweep: Ctrl+C (128 + SIGINT); the points measured so far are written."""
