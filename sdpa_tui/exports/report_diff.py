@@ -18,10 +18,10 @@ from typing import Any
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.kernel_names import short_name
 from ..core.workload import Workload, WorkloadError
+from .document_files import UnreadableDocument, read_document
 
 READABLE_SCHEMA_VERSIONS: frozenset[int] = frozenset({1, 2})
 READABLE_KINDS = (None, "report", "snapshot")  # report --json has no "kind"
-SNAPSHOT_JSON = "snapshot.json"
 
 CLOCKS: tuple[tuple[str, str], ...] = (("kernel", "kernel_us"), ("gpu", "gpu_us"), ("eager", "eager_us"))
 """The three clocks: their name in a comparison, and their median's key in a report's backend entry."""
@@ -40,20 +40,10 @@ class ReportFileError(Exception):
 # -- reading ----------------------------------------------------------------------------------
 def load_report(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a report or snapshot (a snapshot directory means its ``snapshot.json``)."""
-    p = Path(path).expanduser()
-    file = p / SNAPSHOT_JSON if p.is_dir() else p
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportFileError(f"{p} has no {SNAPSHOT_JSON}" if p.is_dir() else f"{file} does not exist") from None
-    except UnicodeDecodeError:
-        raise ReportFileError(f"{file} is not a report: not UTF-8 text") from None
-    except OSError as exc:
-        raise ReportFileError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFileError(f"{file} is not a report: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        file, document = read_document(path)
+    except UnreadableDocument as exc:
+        raise ReportFileError(str(exc)) from None
     _check(file, document)
     return document
 

@@ -33,11 +33,11 @@ from ..core.backends import Backend
 from ..core.session import Session
 from ..telemetry.snapshot import GpuSnapshot
 from .comparison import SCHEMA_VERSION, report_dict
+from .document_files import SNAPSHOT_JSON, UnreadableDocument, read_document
 from .history_csv import history_csv_text, history_dict
 from .tables import markdown_report
 
 KIND = "snapshot"
-SNAPSHOT_JSON = "snapshot.json"
 REPORT_MD = "report.md"
 HISTORY_CSV = "history.csv"
 SCREEN_SVG = "screen.svg"
@@ -327,23 +327,10 @@ def read_snapshot(path: str | os.PathLike) -> dict[str, Any]:
     Raises :class:`SnapshotError` for a missing or unreadable file, invalid JSON, a schema
     version this sdpa-tui does not know, or a JSON document that is not a snapshot.
     """
-    p = Path(path).expanduser()
-    file = p / SNAPSHOT_JSON if p.is_dir() else p
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        where = f"{p} has no {SNAPSHOT_JSON}" if p.is_dir() else f"{file} does not exist"
-        raise SnapshotError(f"no snapshot: {where}", file) from exc
-    except UnicodeDecodeError as exc:
-        raise SnapshotError(f"cannot read snapshot {file}: not UTF-8 text", file) from exc
-    except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot {file}: {_reason(exc)}", file) from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"{file} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", file
-        ) from exc
+        file, document = read_document(path)
+    except UnreadableDocument as exc:
+        raise SnapshotError(f"no snapshot: {exc}" if exc.missing else str(exc), exc.file) from None
     if not isinstance(document, dict):
         raise SnapshotError(f"{file} is not a snapshot: expected a JSON object", file)
     version = document.get("schema_version")
