@@ -20,7 +20,7 @@ import importlib.util
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,14 @@ def cuda_device_of(index: int, gpus: VisibleGpus | None = None) -> str:
         visible = ", ".join(str(i) for i in gpus.nvml_indices if i >= 0) or "none"
         raise DeviceError(f"GPU {index} is hidden by CUDA_VISIBLE_DEVICES={mask} (visible: GPU {visible})")
     raise DeviceError(f"GPU {index}: {gpus.why_none or 'not visible to CUDA'}")
+
+
+def hidden_gpus(indices: Iterable[int]) -> frozenset[int]:
+    """The NVML GPUs of ``indices`` that ``CUDA_VISIBLE_DEVICES`` hides (none when it is unset)."""
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return frozenset()
+    visible = find_gpus().nvml_indices
+    return frozenset(i for i in indices if i not in visible)
 
 
 def gpu_index(device: str) -> int | None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from textual.widgets import OptionList
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.records import Ready, Sample
@@ -110,10 +111,19 @@ async def test_g_follows_cuda_visible_devices(monkeypatch) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app, host)
         assert app.watched_gpu == 1  # cuda:0 is NVML's GPU 1
-        await choose(pilot, app, "down", "down", "enter")  # GPU 3
+        await choose(pilot, app, "down", "enter")  # GPU 3: the hidden GPU 2 is passed over
         await settle(pilot, until=lambda: engine.switched_to)
         assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3
-        await choose(pilot, app, "home", "enter")  # GPU 0
+        await pilot.press("g")
+        await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
+        options = app.screen.query_one(OptionList)
+        hidden = [options.get_option_at_index(i) for i in range(options.option_count)
+                  if options.get_option_at_index(i).disabled]
+        assert [o.id for o in hidden] == ["0", "2", "4", "5", "6", "7"]
+        assert "hidden by CUDA_VISIBLE_DEVICES" in str(hidden[0].prompt)
+        await pilot.press("escape")
+        await settle(pilot, until=lambda: not isinstance(app.screen, GpuChooser))
+        app.switch_gpu(0)  # not from the chooser (its line is disabled), yet refused all the same
         await settle(pilot, until=lambda: "hidden" in widget_text(app, "#status-line"))
         assert "GPU 0 is hidden by CUDA_VISIBLE_DEVICES=1,3 (visible: GPU 1, 3)" in widget_text(app, "#status-line")
         assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3

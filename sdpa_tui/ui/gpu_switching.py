@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
-from ..device_choice import DeviceError, cuda_device_of, gpu_index
+from ..device_choice import DeviceError, cuda_device_of, gpu_index, hidden_gpus
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
@@ -109,7 +109,8 @@ class GpuSwitching:
             why = host.reason if host else "NVML has not answered yet"
             self.status(f"no GPU to choose: {why}", error=True)
             return
-        self.push_screen(GpuChooser(host, self.watched_gpu, self.measuring_gpus), self.switch_gpu)
+        hidden = frozenset() if self.side_by_side else hidden_gpus(g.index for g in host.gpus)
+        self.push_screen(GpuChooser(host, self.watched_gpu, self.measuring_gpus, hidden), self.switch_gpu)
 
     def switch_gpu(self, index: int | None) -> None:
         """Measure on NVML GPU ``index`` from now on; the current GPU's session is kept."""

@@ -10,6 +10,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...telemetry.host_gpus import HostGpus
+from ...telemetry.snapshot import GpuSnapshot
 from ..widgets.gpu_overview import gpu_line
 
 
@@ -24,17 +25,25 @@ class GpuChooser(ModalScreen[int | None]):
     """
     BINDINGS = [Binding("escape,q,g", "dismiss_none", "Cancel")]
 
-    def __init__(self, host: HostGpus, current: int | None, measuring: frozenset[int] = frozenset()) -> None:
+    def __init__(self, host: HostGpus, current: int | None, measuring: frozenset[int] = frozenset(),
+                 hidden: frozenset[int] = frozenset()) -> None:
+        """``hidden``: GPUs that ``CUDA_VISIBLE_DEVICES`` hides from the engine: listed, not choosable."""
         super().__init__()
         self.host = host
         self.current = current
         self.measuring = measuring
+        self.hidden = hidden
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("Measure on which GPU? (enter: switch, the engine restarts there; esc: cancel)")
-            yield OptionList(*(Option(gpu_line(g, g.index == self.current, g.index in self.measuring), id=str(g.index))
-                               for g in self.host.gpus))
+            yield OptionList(*(self._option(g) for g in self.host.gpus))
+
+    def _option(self, gpu: GpuSnapshot) -> Option:
+        line = gpu_line(gpu, gpu.index == self.current, gpu.index in self.measuring)
+        if gpu.index in self.hidden:
+            line.append("  hidden by CUDA_VISIBLE_DEVICES", style="dim")
+        return Option(line, id=str(gpu.index), disabled=gpu.index in self.hidden)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
