@@ -1,9 +1,9 @@
 """How much the engine's host memory grew, less what first uses loaded (``--engine-memory-mib``).
 
-On the H100 (2026-11-23 soak, docs/gpu-measurements.md) the timing engine's RSS stepped up the
-first time it ran a workload it had not run before (a new dtype: +95 to +127 MiB; causal or
-fwd+bwd: +23 to +53 MiB: the kernels and libraries loaded on first use) and stayed flat while it
-ran a workload again. Those steps are paid once per process: a fresh engine pays them again, so
+On the H100 (2026-11-23 soak, docs/faults.md) the timing engine's RSS stepped up the first time
+it ran something it had not run before (causal +12 to +42 MiB, a new dtype +95 MiB, fwd+bwd +53
+MiB: the kernels and libraries loaded on first use) and stayed flat while it ran a workload
+again. Those steps are paid once per process: a fresh engine pays them again, so
 replacing an engine for them gains nothing. This meter counts them out: growth is measured
 against a baseline that each first use raises by what the process grew while it settled.
 """
