@@ -39,7 +39,10 @@ def visible_devices(wanted: tuple[int, ...], gpus: VisibleGpus, every: bool) -> 
     if not gpus.count:
         raise ValueError(f"--devices: {gpus.why_none}; use --device cpu to measure on the CPU")
     if every:
-        return tuple(i for i in wanted if i in gpus.nvml_indices)
+        visible = tuple(i for i in wanted if i in gpus.nvml_indices)
+        if not visible:  # only MIG instances, which NVML's GPU numbers do not name
+            raise ValueError("--devices all: CUDA sees no whole GPU here (MIG instances: use --device cuda:N)")
+        return visible
     for index in wanted:
         cuda_device_of(index, gpus)  # DeviceError (a ValueError) when hidden
     return wanted

@@ -64,6 +64,12 @@ def test_only_the_gpus_cuda_visible_devices_leaves_are_measured(monkeypatch, cap
     assert "GPU 0 is hidden by CUDA_VISIBLE_DEVICES=1,3 (visible: GPU 1, 3)" in err
 
 
+def test_only_mig_instances_visible_exits_2(monkeypatch, capsys) -> None:
+    gpu_host(monkeypatch, [FakeGpu(), FakeGpu()])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4f1c0ab2-0000-0000-0000-000000000000")
+    assert "CUDA sees no whole GPU here (MIG instances" in refuse(["report", "--devices", "all"], capsys)
+
+
 def test_gpus_but_a_torch_without_cuda_exits_2(monkeypatch, capsys) -> None:
     fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
     monkeypatch.setattr(device_choice, "torch_cuda_version", lambda: None)
