@@ -512,16 +512,22 @@ def test_sweep_modules_do_not_import_torch():
 
 
 # ------------------------------------------------------------------ through the real engine (CPU)
+SMALL_SWEEP = ("--seq", "32,64", "--batch", "1", "--heads", "2", "--head-dim", "16")
+
+
+def run_sweep(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """``sdpa-tui sweep`` as a user runs it, in a process of its own; ``env`` added to this one's."""
+    return subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "sweep", *args], cwd=REPO, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **env},
+    )
+
+
 def test_sweep_on_the_cpu_through_the_engine(tmp_path):
     """One engine process for two lengths; table on stdout, files written, exit code 0."""
     paths = {kind: tmp_path / f"sweep.{kind}" for kind in ("json", "csv", "md")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cpu", "--seq", "32,64", "--batch", "1",
-         "--heads", "2", "--head-dim", "16", "--dtype", "fp32", "--duration", "0.3",
-         "--json", str(paths["json"]), "--csv", str(paths["csv"]), "--markdown", str(paths["md"])],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
-    )
+    proc = run_sweep("--device", "cpu", *SMALL_SWEEP, "--dtype", "fp32", "--duration", "0.3",
+                     "--json", str(paths["json"]), "--csv", str(paths["csv"]), "--markdown", str(paths["md"]))
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "seq 32:" in proc.stderr and "seq 64:" in proc.stderr  # a progress line per length
@@ -553,12 +559,7 @@ def test_sweep_on_the_cpu_through_the_engine(tmp_path):
 def test_a_device_that_is_not_there_exits_2_and_writes_nothing(tmp_path):
     """cuda:99 is bad input, with or without a GPU on this box: refused before any engine starts."""
     path = tmp_path / "sweep.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cuda:99", "--seq", "32,64", "--batch", "1",
-         "--heads", "2", "--head-dim", "16", "--json", str(path)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
-    )
+    proc = run_sweep("--device", "cuda:99", *SMALL_SWEEP, "--json", str(path))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("sdpa-tui: error: --device cuda:99: ") and proc.stderr.count("\n") == 1
     assert not path.exists() and proc.stdout == ""
@@ -567,12 +568,7 @@ def test_a_device_that_is_not_there_exits_2_and_writes_nothing(tmp_path):
 def test_an_engine_that_dies_exits_1_and_writes_nothing(tmp_path):
     """The engine dies in its first timing slice (SDPA_TUI_FAULT=exit): exit 1, said in one line."""
     path = tmp_path / "sweep.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sdpa_tui", "sweep", "--device", "cpu", "--seq", "32,64", "--batch", "1",
-         "--heads", "2", "--head-dim", "16", "--json", str(path)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "SDPA_TUI_FAULT": "exit"},
-    )
+    proc = run_sweep("--device", "cpu", *SMALL_SWEEP, "--json", str(path), SDPA_TUI_FAULT="exit")
     assert proc.returncode == 1, proc.stderr
     assert "engine" in proc.stderr and "Traceback" not in proc.stderr
     assert not path.exists() and proc.stdout == ""
