@@ -98,19 +98,19 @@ def cuda_device_of(index: int, gpus: VisibleGpus | None = None) -> str:
     raise DeviceError(f"GPU {index}: {gpus.why_none or 'not visible to CUDA'}")
 
 
-def hidden_gpus(indices: Iterable[int]) -> frozenset[int]:
+def hidden_gpus(indices: Iterable[int], gpus: VisibleGpus | None = None) -> frozenset[int]:
     """The NVML GPUs of ``indices`` that ``CUDA_VISIBLE_DEVICES`` hides (none when it is unset)."""
     if "CUDA_VISIBLE_DEVICES" not in os.environ:
         return frozenset()
-    visible = find_gpus().nvml_indices
+    visible = (gpus if gpus is not None else find_gpus()).nvml_indices
     return frozenset(i for i in indices if i not in visible)
 
 
-def gpu_index(device: str) -> int | None:
+def gpu_index(device: str, gpus: VisibleGpus | None = None) -> int | None:
     """The GPU that NVML reads for ``device``: the one measured on (None in CPU mode)."""
     if device == "cpu":
         return None
-    index = nvml_index(device)  # under CUDA_VISIBLE_DEVICES, cuda:N is not NVML's device N
+    index = nvml_index(device, gpus)  # under CUDA_VISIBLE_DEVICES, cuda:N is not NVML's device N
     if index is not None:
         return index
     return cuda_number(device)

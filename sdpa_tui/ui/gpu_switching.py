@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
-from ..device_choice import DeviceError, cuda_device_of, gpu_index, hidden_gpus
+from ..device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 from ..telemetry.snapshot import GpuSnapshot
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
@@ -33,15 +33,21 @@ class GpuSwitching:
         super().__init__(*args, **kwargs)
         self.host_gpus: HostGpus | None = None
         self.sessions_by_gpu: dict[int, Session] = {}
-        self._watched_gpu: tuple[str, int | None] | None = None
         self._gpus_redraw_pending = False
+        self._visible_gpus: VisibleGpus | None = None
+
+    @property
+    def visible_gpus(self) -> VisibleGpus:
+        """The GPUs CUDA sees from here: ``CUDA_VISIBLE_DEVICES`` cannot change while the app
+        runs, so NVML is asked once, not at every key."""
+        if self._visible_gpus is None:
+            self._visible_gpus = find_gpus()
+        return self._visible_gpus
 
     @property
     def watched_gpu(self) -> int | None:
-        cached = self._watched_gpu
-        if cached is None or cached[0] != self.device:  # NVML is asked once per device
-            cached = self._watched_gpu = (self.device, gpu_index(self.device))
-        return cached[1]
+        """The NVML GPU the panels show (None in CPU mode)."""
+        return gpu_index(self.device, self.visible_gpus)
 
     @property
     def measuring_gpus(self) -> frozenset[int]:
@@ -109,7 +115,7 @@ class GpuSwitching:
             why = host.reason if host else "NVML has not answered yet"
             self.status(f"no GPU to choose: {why}", error=True)
             return
-        hidden = frozenset() if self.side_by_side else hidden_gpus(g.index for g in host.gpus)
+        hidden = frozenset() if self.side_by_side else hidden_gpus((g.index for g in host.gpus), self.visible_gpus)
         self.push_screen(GpuChooser(host, self.watched_gpu, self.measuring_gpus, hidden), self.switch_gpu)
 
     def switch_gpu(self, index: int | None) -> None:
@@ -120,7 +126,7 @@ class GpuSwitching:
             self._show_other_engine(index)
             return
         try:
-            device = cuda_device_of(index)
+            device = cuda_device_of(index, self.visible_gpus)
         except DeviceError as exc:
             self.status(f"cannot measure there: {exc}", error=True)
             return

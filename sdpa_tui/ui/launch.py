@@ -42,6 +42,7 @@ from ..core.backends import Backend
 from ..core.records import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
+from ..device_choice import find_gpus
 from ..engine.device_engines import DeviceEngines, engine_device
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.host_cpu import cpu_pressure
@@ -90,7 +91,8 @@ def make_app(
     session = Session(workload, backends)
     session.legacy_api = legacy_api
     if devices:
-        device = engine_device(devices[0])
+        engines_see = find_gpus()  # once, for the first GPU and every engine
+        device = engine_device(devices[0], engines_see)
     app = (app_class or LiveApp)(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
     app.gpu_source = host_gpu_source(app)
     app.priority = priority
@@ -98,7 +100,7 @@ def make_app(
     app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
     if devices:  # one engine per GPU, side by side
         app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
-                                   on_event=lambda i, event: app.post_message(DeviceEvent(i, event)))
+                                   on_event=lambda i, event: app.post_message(DeviceEvent(i, event)), gpus=engines_see)
         return app
     app.engine = EngineSupervisor(
         device,
