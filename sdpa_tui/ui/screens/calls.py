@@ -49,7 +49,7 @@ class CallsScreen(Screen):
         self._banner = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(f"watching {self.program} · starting", id="watch-banner")
+        yield Static(f"starting · watching {self.program}", id="watch-banner")
         table = DataTable(id="calls-table", cursor_type="row", zebra_stripes=True)
         for key, heading in COLUMNS:
             table.add_column(Text(heading, justify="right") if key in RIGHT_ALIGNED else heading, key=key)
@@ -89,7 +89,8 @@ class CallsScreen(Screen):
         self._show_detail()
 
     def _show_banner(self, report: WatchReport, exit_code: int | None, stopped: bool) -> None:
-        text = f"watching {self.program} · {program_state(report, exit_code, stopped)}\noutput: {self.log_path}"
+        # how the program stands first: a long command line wraps after it, never through it
+        text = f"{program_state(report, exit_code, stopped)} · watching {self.program}\noutput: {self.log_path}"
         failed = exit_code not in (None, 0) and not stopped
         if report.error:
             text += "\n" + traceback_tail(report.error)
