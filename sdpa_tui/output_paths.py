@@ -1,5 +1,6 @@
-"""Files that ``report`` and ``sweep`` write after measuring (``--json``, ``--markdown``, ``--csv``):
-checked before anything is measured, so a mistyped folder costs no measurement."""
+"""Files that ``report`` and ``sweep`` write after measuring (``--json``, ``--markdown``, ``--csv``),
+and ``watch --report`` after the program: checked before anything is measured or run, so a
+mistyped folder costs no measurement."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ def check_output_paths(args: argparse.Namespace) -> None:
     """Raise ``ValueError`` naming the option when a file it names cannot be written."""
     for name in OUTPUT_OPTIONS:
         path = getattr(args, name, None)
-        if not isinstance(path, str):  # absent, or compare's --json/--markdown switches
-            continue
-        option = f"--{name}"
-        if os.path.isdir(path):
-            raise ValueError(f"{option} {path}: is a directory; name a file in it")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise ValueError(f"{option} {path}: the folder {folder} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ValueError(f"{option} {path}: the folder {folder} is not writable")
+        if isinstance(path, str):  # not absent, nor compare's --json/--markdown switches
+            check_output_path(f"--{name}", path)
+
+
+def check_output_path(option: str, path: str) -> None:
+    """Raise ``ValueError`` naming ``option`` when ``path`` cannot be written."""
+    if os.path.isdir(path):
+        raise ValueError(f"{option} {path}: is a directory; name a file in it")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: the folder {folder} is not writable")

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core.watched_calls import CallSignature, CallStats, ProcessState, build_report, lab_workload
+from sdpa_tui.core.call_signature import CallSignature
+from sdpa_tui.core.watch_lab import lab_workload
+from sdpa_tui.core.watch_report import build_report
+from sdpa_tui.core.watched_calls import CallStats, ProcessState
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -36,13 +39,15 @@ def plain(*program: str) -> str:
 def test_shapes_report_names_backend_and_reasons(tmp_path):
     proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "shapes.py"))
     assert proc.returncode == 0, proc.stderr
-    assert report["schema_version"] == 1 and report["exit_code"] == 0
+    assert report["schema_version"] == 2 and report["exit_code"] == 0
     calls = report["calls"]
     by = {(tuple(c["kv_shape"]), c["mask"]["kind"], c["causal"], c["dropout_p"], tuple(c["flags"])): c for c in calls}
     assert len(calls) == 5
     gqa = next(c for c in calls if c["gqa"])
     assert gqa["count"] == 5 and gqa["kv_shape"] == [2, 2, 16, 32] and gqa["backend"] == "FLASH_ATTENTION"
-    assert gqa["site"].endswith("shapes.py:17") and gqa["gpu_us"] is None and gqa["kernels"] == []
+    assert gqa["site"].endswith("shapes.py:17") and gqa["kernel_us"]["n"] == 0 and gqa["kernels"] == []
+    assert gqa["host_us"]["n"] == 4 and gqa["first_call_us"] > 0  # calls 2-5 timed; the first apart
+    assert gqa["compiled"] is False and gqa["count_exact"] is True and gqa["backward"] is None
     assert "no CPU implementation" in gqa["why_not"]["CUDNN_ATTENTION"]
     dropout = next(c for c in calls if c["dropout_p"] == 0.5)
     assert dropout["backend"] == "MATH" and "dropout" in dropout["why_not"]["FLASH_ATTENTION"]
@@ -50,7 +55,8 @@ def test_shapes_report_names_backend_and_reasons(tmp_path):
     assert forced["count"] == 2 and forced["backend"] == "MATH"
     assert "flag is off" in forced["why_not"]["FLASH_ATTENTION"]
     assert {c["mask"]["kind"] for c in calls} == {"none", "bool", "float"}
-    assert sum(c["share"] for c in calls) == pytest.approx(1.0)
+    assert sum(c["share"] or 0.0 for c in calls) == pytest.approx(1.0)
+    assert dropout["count"] == 1 and dropout["share"] is None  # its only call is the first: no sample
     assert report["kernels_note"] == "no GPU kernels on the CPU"
     assert len(by) == 5
 
@@ -127,12 +133,14 @@ def test_rows_merge_processes_and_share_time():
     sig = CallSignature((2, 8, 64, 32), (2, 2, 64, 32), "torch.bfloat16", "cuda:0", causal=True, gqa=True)
     other = CallSignature((2, 8, 1, 32), (2, 2, 64, 32), "torch.bfloat16", "cuda:0", gqa=True)
     states = [
-        ProcessState(1, [CallStats(sig, count=30, gpu_us=[10.0, 12.0, 11.0]), CallStats(other, count=10, gpu_us=[30.0])]),
-        ProcessState(2, [CallStats(sig, count=10, gpu_us=[11.0])]),
+        ProcessState(1, [CallStats(sig, count=30, kernel_us=[10.0, 12.0, 11.0], modules=["M:layers.0.attn"]),
+                         CallStats(other, count=10, kernel_us=[30.0])]),
+        ProcessState(2, [CallStats(sig, count=10, kernel_us=[11.0], modules=["M:layers.1.attn"])]),
     ]
     report = build_report(["x.py"], 0, [ProcessState.from_dict(s.to_dict()) for s in states], 4.0).to_dict()
     first, second = report["calls"]
-    assert first["count"] == 40 and first["pids"] == [1, 2] and first["gpu_us"] == 11.0
+    assert first["count"] == 40 and first["pids"] == [1, 2] and first["kernel_us"]["median"] == 11.0
+    assert first["kernel_us"]["n"] == 4 and first["modules"] == ["M:layers.{0..1}.attn"]
     assert first["share"] == pytest.approx(440 / 740) and first["calls_per_s"] == 10.0
     assert second["share"] == pytest.approx(300 / 740)
 
@@ -178,14 +186,14 @@ def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
     schedule.due = False
     schedule._ended = time.monotonic()  # a burst has just stopped
     schedule.signature_seen()
-    assert not schedule.due and not schedule.poll()
-    schedule._ended -= bursts.NEW_SIGNATURE_GAP_S
-    assert schedule.poll(), "the background thread makes it due once the gap has passed"
-    schedule.due = False
-    for _ in range(bursts.NEW_SIGNATURE_BURSTS):
-        schedule.signature_seen()
-        schedule.due = False
-    assert not schedule.poll()  # the timed schedule is seconds away; new signatures have had their bursts
+    assert not schedule.due and not schedule.coverage_open() and not schedule.poll()
+    schedule._ended -= bursts.MIN_GAP_S
+    assert schedule.coverage_open(), "a wanted signature's next call may start one once the gap has passed"
+    schedule._last_cost = 1.0  # a burst that cost a second: coverage waits four
+    assert not schedule.coverage_open()
+    schedule._ended -= bursts.COVERAGE_GAP * 1.0
+    assert schedule.coverage_open()
+    assert not bursts.KernelBursts(enabled=False).coverage_open()
 
 
 def test_alternating_signatures_count_apart_and_a_fork_starts_over():
@@ -228,18 +236,45 @@ print(json.dumps({"breaks": dict(counters["graph_break"]), "recompiles": dict(co
 """
 
 
-def test_compiled_and_exported_calls_pass_through_without_graph_break_or_count():
+def test_compiled_calls_are_counted_by_graph_runs_and_exported_ones_pass_through():
     out = subprocess.run([sys.executable, "-c", COMPILED_ON_CPU], capture_output=True, text=True, timeout=240,
                          env=ENV, cwd=ROOT, check=True).stdout
-    assert json.loads(out.splitlines()[-1]) == {"breaks": {}, "recompiles": {}, "graphs": 1, "counted": 0}
+    # five runs of the one compiled graph, one SDPA call each; export's trace is not a call; no break, no recompile
+    assert json.loads(out.splitlines()[-1]) == {"breaks": {}, "recompiles": {}, "graphs": 1, "counted": 5}
 
 
 def test_a_call_site_outside_the_working_directory_keeps_its_path(tmp_path, monkeypatch):
-    from sdpa_tui.watch.origin import _short_path
+    from sdpa_tui.watch.origin import short_path
 
     inside = tmp_path / "work" / "train.py"
     outside = tmp_path / "elsewhere" / "model.py"
     inside.parent.mkdir()
     monkeypatch.chdir(inside.parent)
-    assert _short_path(str(inside)) == "train.py"
-    assert _short_path(str(outside)) == str(outside)  # not ../elsewhere/model.py
+    assert short_path(str(inside)) == "train.py"
+    assert short_path(str(outside)) == str(outside)  # not ../elsewhere/model.py
+
+
+def test_compiled_calls_on_the_cpu_match_the_profiler(tmp_path):
+    """Inductor on the CPU: watch's compiled rows against torch.profiler's backend ops in a plain run."""
+    program = (sys.executable, str(PROGRAMS / "compiled_cpu.py"))
+    reference = tmp_path / "profile.json"
+    plain_out = subprocess.run(list(program), capture_output=True, text=True, timeout=400, cwd=ROOT, check=True,
+                               env={**ENV, "SDPA_TUI_TEST_PROFILE": str(reference)}).stdout
+    ops = json.loads(reference.read_text())
+    forward = [o for o in ops if o["name"] == "aten::_scaled_dot_product_flash_attention_for_cpu"]
+    backward = [o for o in ops if o["name"] == "aten::_scaled_dot_product_flash_attention_for_cpu_backward"]
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == plain_out.strip()  # watching changed no output
+    rows = {c["grad"]: c for c in report["calls"]}
+    assert set(rows) == {True, False} and all(c["compiled"] and c["count_exact"] for c in rows.values())
+    warm_up = 2 * 2  # two layers, one training step and one no-grad call before the profiled part
+    assert rows[True]["count"] + rows[False]["count"] - warm_up == len(forward)
+    assert rows[True]["count"] - 2 == len(backward)
+    assert {tuple(tuple(s) for s in o["shapes"][:3]) for o in forward} == {
+        (tuple(c["q_shape"]), tuple(c["kv_shape"]), tuple(c["kv_shape"])) for c in rows.values()}
+    for row in rows.values():
+        assert row["backend"] == "FLASH_ATTENTION", "read from the profiled graph run"
+        assert row["site"].endswith("compiled_cpu.py:24") and row["compiled_fn"] == "forward"
+        assert row["modules"] == ["layers.{0..1}"]
+    assert rows[True]["backward"]["backend"] == "FLASH_ATTENTION"

@@ -18,7 +18,8 @@ from textual.widgets import DataTable, Log
 
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.core.session import Session
-from sdpa_tui.core.watched_calls import ProcessState, build_report
+from sdpa_tui.core.watch_report import build_report
+from sdpa_tui.core.watched_calls import ProcessState
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.watch_app import WatchApp
 from sdpa_tui.watch.runner import WatchedProgram

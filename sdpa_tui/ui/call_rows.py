@@ -9,16 +9,22 @@ import os
 
 from ..core.backends import ALL_BACKENDS
 from ..core.kernel_names import short_name
-from ..core.watched_calls import CPU_KERNELS_NOTE, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label, dtype_name
-from ..watch.tables import kernels_cell, time_cell
+from ..core.call_signature import dtype_name
+from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.watched_calls import CPU_KERNELS_NOTE
+from ..watch.tables import (
+    backend_cell, backward_cell, count_cell, first_call_cell, kernels_cell, modules_cell, share_cell, summary_cell,
+    time_cell,
+)
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("site", "site"), ("module", "module"), ("q", "q shape"), ("kv", "kv shape"), ("dtype", "dtype"),
-    ("mask", "mask"), ("causal", "causal"), ("count", "count"), ("rate", "calls/s"), ("share", "share"),
-    ("backend", "backend"), ("time", "time/call"), ("kernels", "kernels"),
+    ("mask", "mask"), ("causal", "causal"), ("count", "count"), ("rate", "calls/s"), ("share", "GPU share"),
+    ("backend", "backend"), ("time", "fwd time"), ("backward", "bwd time"), ("first", "first call"),
+    ("kernels", "kernels"),
 )
 """(key, heading) of each column of the Calls table."""
-RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time"})
+RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time", "backward", "first"})
 
 
 def shape(dims: tuple[int, ...] | None) -> str:
@@ -33,18 +39,20 @@ def short_site(site: str) -> str:
 def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
     s = row.signature
     return {
-        "site": short_site(row.site),
-        "module": row.module or "—",
+        "site": short_site(row.site) + (" ⚙" if row.compiled else ""),
+        "module": modules_cell(row),
         "q": shape(s.q_shape),
         "kv": shape(s.kv_shape),
         "dtype": dtype_name(s.dtype),
         "mask": s.mask,
         "causal": "yes" if s.causal else "",
-        "count": f"{row.count:,}",
+        "count": count_cell(row),
         "rate": f"{row.calls_per_s:,.1f}" if row.calls_per_s else "—",
-        "share": f"{row.share:.0%}" if row.share is not None else "—",
-        "backend": backend_label(row.backend) if row.backend else "none",
+        "share": share_cell(row),
+        "backend": backend_cell(row) if row.backend or row.compiled else "none",
         "time": time_cell(row),
+        "backward": backward_cell(row),
+        "first": first_call_cell(row),
         "kernels": kernels_cell(row, "— (CPU)" if kernels_note == CPU_KERNELS_NOTE else kernels_note),
     }
 
@@ -62,28 +70,40 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     lines = [
         s.describe(),
         f"site    {row.site}",
-        f"module  {row.module or '— (not called from an nn.Module)'}",
+        f"modules {modules_cell(row) if row.modules or row.module else '— (not called from an nn.Module)'}",
         f"device  {s.device} · dropout_p {s.dropout_p:g} · scale {'default' if s.scale is None else f'{s.scale:g}'}"
         f" · gqa {'yes' if s.gqa else 'no'} · autograd {'records it (training)' if s.grad else 'off'}",
     ]
     if s.mask != "none":
         lines.append(f"mask    {s.mask} {shape(s.mask_shape)}")
-    chosen = backend_label(row.backend) if row.backend else f"none: {row.choice_error}"
-    lines += ["", f"SDPA chose {chosen}"]
+    if row.compiled:
+        lines += ["", f"compiled  in {row.compiled_fn or '?'}: {count_cell(row)} calls counted from the graph's runs",
+                  f"backend   {backend_cell(row)}"]
+    else:
+        chosen = backend_label(row.backend) if row.backend else f"none: {row.choice_error}"
+        lines += ["", f"SDPA chose {chosen}"]
     for name, reason in row.why_not.items():
         lines.append(f"  why not {backend_label(name)}: {reason}")
     lines += ["", f"flags   {flags_line(s.flags)}"]
     if s.priority:
         lines.append(f"order   {' > '.join(backend_label(p) for p in s.priority)}")
-    samples = f" (median of {row.samples} timed calls)" if row.samples else ""
-    lines.append(f"time    {time_cell(row)}{samples}")
+    forward = summary_cell(row.kernel_us) or summary_cell(row.host_us) or time_cell(row)
+    clock = "kernels (CUPTI)" if row.kernel_us else ("host clock" if row.host_us else "")
+    lines.append(f"forward {forward} {clock}".rstrip())
     lines.append(f"kernels {', '.join(short_name(k) for k in row.kernels) or kernels_cell(row, report.kernels_note)}")
+    if row.backward is not None:
+        back = row.backward
+        lines.append(f"backward {backend_label(back.backend) if back.backend else '?'} "
+                     f"{summary_cell(back.kernel_us) or 'time not profiled yet'}")
+        lines.append(f"  kernels {', '.join(short_name(k) for k in back.kernels) or '—'}")
+    if row.first_call_us is not None:
+        lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
+    if row.share_of_gpu is not None:
+        lines.append(f"share   {share_cell(row)} of the program's GPU time in the profiled windows")
     if row.pids and len(row.pids) > 1:
         lines.append(f"pids    {', '.join(str(p) for p in row.pids)}")
     if report.compiled:
         lines += ["", f"compiled: {', '.join(report.compiled)}", NOT_INTERCEPTED_NOTE]
-        kernels = ", ".join(short_name(k) for k in report.compiled_kernels) or "none seen yet"
-        lines.append(f"attention kernels seen in compiled regions: {kernels}")
     return lines
 
 

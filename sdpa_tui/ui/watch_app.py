@@ -13,7 +13,8 @@ from typing import Protocol
 
 from textual.binding import Binding
 
-from ..core.watched_calls import CallRow, WatchReport, lab_workload
+from ..core.watch_lab import lab_workload
+from ..core.watch_report import CallRow, WatchReport
 from ..core.workload import WorkloadError
 from .app import SdpaApp
 from .launch import LiveApp

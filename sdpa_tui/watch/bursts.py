@@ -1,14 +1,17 @@
-"""Kernel names from short torch.profiler bursts inside the watched program (CUDA only).
+"""Each call's kernels and kernel time, from short torch.profiler bursts inside the watched program (CUDA only).
 
 A profiler must be started on the thread that makes the calls (one started elsewhere
 records nothing of that thread), so the burst starts and stops inside the SDPA wrapper or a
-compiled function's hooks; during a burst each SDPA call runs in a ``record_function`` range
-named after its signature, and the CUDA kernels launched inside a range are that signature's
-(read from the Chrome trace on the probe's background thread, as the engine reads its own).
-A burst is due when a new CUDA signature (or a compiled function's second call) appears, at
-most ``NEW_SIGNATURE_BURSTS`` times and ``NEW_SIGNATURE_GAP_S`` apart, so that a short program
-still shows its kernels; and on the schedule below. Kineto's start/stop lines on fd 2 are kept
-off the program's stderr.
+compiled graph's wrapper; during a burst each SDPA call runs in a ``record_function`` range
+named after its signature, and the GPU work launched inside a range is that call's (read
+from the Chrome trace on the probe's background thread by :mod:`sdpa_tui.core.call_profile`).
+
+When: a new CUDA signature makes a burst due at once (unless the last ended too recently). A signature with fewer than
+``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its next call starts a burst when the last one
+ended long enough ago (``COVERAGE_GAP``: at least ``MIN_GAP_S``, and four times what the last
+burst cost, so coverage profiles at most a fifth of the time); calls of signatures already
+covered never start one. Then on the schedule below. Kineto's start/stop lines on fd 2 are
+kept off the program's stderr.
 """
 
 from __future__ import annotations
@@ -21,18 +24,29 @@ import time
 
 import torch
 
+from ..core.call_profile import ProfileReading, read_calls
 from ..core.kernel_names import ATTENTION_FAMILIES, identify
 from ..core.trace import kernels_in_ranges
+from ..core.watched_calls import Captures
 
 RANGE_PREFIX = "sdpa-tui#"
+GRAPH_PREFIX = "sdpa-tui-graph#"
+FIRST_SUFFIX = "#first"
 COMPILED_PREFIX = "Torch-Compiled Region"
 SCHEDULE_S = (3.0, 30.0)
 """The first bursts come this long after the first CUDA call; then one every ``EVERY_S``."""
 EVERY_S = 300.0
 BURST_S = 0.5
 BURST_CALLS = 200
-NEW_SIGNATURE_GAP_S = 0.5
-NEW_SIGNATURE_BURSTS = 8
+MIN_BURST_CALLS = 16
+"""A burst goes on past ``BURST_S`` until this many calls ran in it (a first call may spend the half second
+building its plan), but never past ``MAX_BURST_S``."""
+MAX_BURST_S = 3.0
+MIN_GAP_S = 0.5
+QUICK_GAP_S = 0.05
+QUICK_BURSTS = 16
+COVERAGE_GAP = 4.0
+"""A coverage burst waits this many times the last burst's cost (profiled time and stop) after it."""
 
 
 class KernelBursts:
@@ -41,13 +55,14 @@ class KernelBursts:
         self.due = False
         self.active = False
         self.calls = 0
+        self.captures = Captures()
         self._profiler = None
         self._started = 0.0
         self._origin: float | None = None
         self._done = 0
         self._ended = float("-inf")
-        self._for_new = 0
-        self._uncovered = False  # a new signature appeared while no burst could start
+        self._last_cost = 0.0
+        self._quick = 0
         self.finished: list = []  # stopped profilers, read on the background thread
 
     def arm(self) -> None:
@@ -56,15 +71,21 @@ class KernelBursts:
             self._origin = time.monotonic()
 
     def signature_seen(self) -> None:
-        """A new CUDA signature (calling thread): a burst is due unless one runs or one just ended."""
+        """A new signature or compiled graph (calling thread): a burst is due unless one runs or the last ended
+        too recently (then the signature stays wanted, and one of its later calls starts it). The first
+        ``QUICK_BURSTS`` new signatures wait only ``QUICK_GAP_S``, so a short program is covered."""
         self.arm()
-        if not self.enabled or self.active or self._for_new >= NEW_SIGNATURE_BURSTS:
-            return
-        if time.monotonic() - self._ended >= NEW_SIGNATURE_GAP_S:
-            self.due, self._uncovered = True, False
-            self._for_new += 1
-        else:
-            self._uncovered = True
+        if self.coverage_open():
+            self.due = True
+        elif (self.enabled and not self.active and self._quick < QUICK_BURSTS
+              and time.monotonic() - self._ended >= QUICK_GAP_S):
+            self.due = True
+            self._quick += 1
+
+    def coverage_open(self) -> bool:
+        """May a wanted signature's call start a burst now?"""
+        return (self.enabled and not self.active
+                and time.monotonic() - self._ended >= max(MIN_GAP_S, COVERAGE_GAP * self._last_cost))
 
     def next_due(self) -> float | None:
         if self._origin is None:
@@ -73,44 +94,53 @@ class KernelBursts:
         return self._origin + offset
 
     def poll(self) -> bool:
-        """Background thread: is a burst due? (Only sets a flag; the wrapper starts it.)"""
+        """Background thread: is a scheduled burst due? (Only sets a flag; the wrapper starts it.)"""
         if not self.enabled:
             return False
         due = self.next_due()
-        now = time.monotonic()
-        if due is not None and not self.active and now >= due:
+        if due is not None and not self.active and time.monotonic() >= due:
             self.due = True
             self._done += 1
-        elif (self._uncovered and not self.active and self._for_new < NEW_SIGNATURE_BURSTS
-              and now - self._ended >= NEW_SIGNATURE_GAP_S):
-            self.due, self._uncovered = True, False
-            self._for_new += 1
         return self.due
 
     def start(self) -> None:
         from torch.profiler import ProfilerActivity, profile
 
         self.due = False
-        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        cuda = torch.cuda.is_initialized()
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+        profiler = profile(activities=activities, record_shapes=True)
         try:
             _quiet_fd2(profiler.start)
         except Exception:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
+            self._ended = time.monotonic()
             return
         self._profiler, self._started, self.calls, self.active = profiler, time.monotonic(), 0, True
 
     def should_stop(self) -> bool:
-        return self.active and (self.calls >= BURST_CALLS or time.monotonic() - self._started >= BURST_S)
+        if not self.active:
+            return False
+        on = time.monotonic() - self._started
+        return self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and self.calls >= MIN_BURST_CALLS)
 
     def stop(self) -> None:
         profiler, self._profiler, self.active = self._profiler, None, False
-        self._ended = time.monotonic()
+        stopping = time.monotonic()
         if profiler is None:
+            self._ended = stopping
             return
         try:
-            torch.cuda.synchronize()
+            if torch.cuda.is_initialized():
+                torch.cuda.synchronize()
             _quiet_fd2(profiler.stop)
         except Exception:  # noqa: BLE001
             return
+        finally:
+            self._ended = time.monotonic()
+            self._last_cost = min(stopping - self._started, BURST_S) + self._ended - stopping
+            self.captures.count += 1
+            self.captures.profiled_s += stopping - self._started
+            self.captures.stop_s += self._ended - stopping
         self.finished.append(profiler)
 
 
@@ -135,8 +165,8 @@ def _is_profiler_noise(line: str) -> bool:
     return any(word in line for word in ("profiler_start", "profiler_stop", "USDT", "CUPTI", "Kineto", "kineto"))
 
 
-def read_profile(profiler) -> tuple[dict[int, list[str]], list[str]]:
-    """Signature index → kernel names under its ranges; attention kernels under compiled regions."""
+def read_profile(profiler) -> tuple[ProfileReading, list[str]]:
+    """Every SDPA call of one burst (see :func:`read_calls`), and the attention kernels under compiled regions."""
     fd, path = tempfile.mkstemp(prefix="sdpa-tui-watch-", suffix=".json")
     os.close(fd)
     try:
@@ -147,12 +177,6 @@ def read_profile(profiler) -> tuple[dict[int, list[str]], list[str]]:
         os.unlink(path)
     del profiler
     gc.collect()  # the profile object sits in a reference cycle holding the whole Kineto result
-    per_signature: dict[int, list[str]] = {}
-    for name, kernels in kernels_in_ranges(trace, RANGE_PREFIX).items():
-        try:
-            per_signature[int(name[len(RANGE_PREFIX):])] = kernels
-        except ValueError:
-            continue
     compiled = [k for names in kernels_in_ranges(trace, COMPILED_PREFIX).values() for k in names
                 if identify(k).family in ATTENTION_FAMILIES]
-    return per_signature, list(dict.fromkeys(compiled))
+    return read_calls(trace, RANGE_PREFIX, GRAPH_PREFIX), list(dict.fromkeys(compiled))

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
+from ..output_paths import check_output_path
 from .runner import CommandError, WatchedProgram
 
 
@@ -46,6 +47,10 @@ def main(argv: Sequence[str], run_ui=None) -> int:
     except CommandError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
     if args.report:
+        try:  # before the program runs: a report that cannot be written must not cost a run
+            check_output_path("--report", args.report)
+        except ValueError as exc:
+            parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
         return run_headless(watched, args.report)
     if run_ui is None:
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: no live monitor here; use --report PATH\n")
@@ -75,8 +80,8 @@ def run_headless(watched: WatchedProgram, report_path: str) -> int:
         console.print("[red]the program raised:[/]\n" + report.error.rstrip(), markup=True, highlight=False)
     try:
         write_text_atomic(report_path, json.dumps(report.to_dict(), indent=2) + "\n")
-    except OSError as exc:
-        print(f"sdpa-tui watch: error: could not write {report_path}: {exc}", file=sys.stderr)
+    except OSError as exc:  # its strerror: the exception names the temporary file, not the report
+        print(f"sdpa-tui watch: error: could not write {report_path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     console.print(f"wrote {report_path}")
     return code if code >= 0 else 128 - code

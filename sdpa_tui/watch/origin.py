@@ -1,12 +1,14 @@
 """Where an SDPA call comes from: the first frame outside the libraries, and the nn.Module path.
 
-Computed on a signature's first call only (walking frames costs microseconds).
+Computed on a signature's first calls and on calls inside profiler bursts (walking frames
+costs microseconds), never on every call.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import weakref
 from types import FrameType
 
 import torch
@@ -15,10 +17,12 @@ _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
     for path in (torch.__file__, os.path.dirname(__file__))
 )
+_NAMES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]]" = weakref.WeakKeyDictionary()
+"""Per outermost module: each submodule's name, by id (named_modules() walks the whole model)."""
 _LIBRARY_NAMES = ("transformers", "accelerate", "diffusers", "timm", "runpy", "peft")
 
 
-def _is_library(filename: str) -> bool:
+def is_library(filename: str) -> bool:
     if filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
         return True
     parts = filename.replace("\\", "/").split("/")
@@ -32,15 +36,15 @@ def call_site(frame: FrameType | None) -> str:
         filename = frame.f_code.co_filename
         if first_seen is None:
             first_seen = frame
-        if not _is_library(os.path.abspath(filename) if not filename.startswith("<") else filename):
-            return f"{_short_path(filename)}:{frame.f_lineno}"
+        if not is_library(os.path.abspath(filename) if not filename.startswith("<") else filename):
+            return f"{short_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     if first_seen is not None:
-        return f"{_short_path(first_seen.f_code.co_filename)}:{first_seen.f_lineno}"
+        return f"{short_path(first_seen.f_code.co_filename)}:{first_seen.f_lineno}"
     return "?"
 
 
-def _short_path(filename: str) -> str:
+def short_path(filename: str) -> str:
     """Relative to the working directory when the file is under it, else the path as it is."""
     try:
         rel = os.path.relpath(filename)
@@ -66,10 +70,11 @@ def module_path(frame: FrameType | None) -> str | None:
     inner, root = modules[0], modules[-1]
     if inner is root:
         return type(root).__name__
-    for name, module in root.named_modules():
-        if module is inner:
-            return f"{type(root).__name__}:{name}"
-    return f"{type(root).__name__}:…{type(inner).__name__}"
+    names = _NAMES.get(root)
+    if names is None or id(inner) not in names:  # a module added since: named again
+        names = _NAMES[root] = {id(module): name for name, module in root.named_modules()}
+    name = names.get(id(inner))
+    return f"{type(root).__name__}:{name}" if name is not None else f"{type(root).__name__}:…{type(inner).__name__}"
 
 
 def caller_frame(depth: int) -> FrameType | None:

@@ -2,75 +2,60 @@
 
 Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, scalars,
 autograd, and the flag state's token: see ``flag_state.py``), compare it with the last key seen
-(a dict lookup when it differs), one increment.
-Every ``TIME_EVERY``-th call of a signature (and its first few) is timed: CUDA events read
-later on the background thread (no sync on the hot path), or the host clock on the CPU. A
-signature's first call also finds its call site, module path, chosen backend and why-not
-reasons, and on CUDA makes a kernel burst due (``bursts.py``). Under
-``torch.compiler.is_compiling()`` (read as its two parts) the wrapper only forwards (no graph
-break). A background thread sends the state to the parent twice a second.
+(a dict lookup when it differs), one increment. A signature's first call finds its call site,
+module path, chosen backend and why-not reasons, is timed on the host (plan building,
+autotuning: shown apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each
+call's own kernels are read. Until a signature has ``WANTED_SAMPLES`` profiled calls, its calls
+take the slow path and may start another burst. The first ``MODULE_CALLS`` calls of a signature
+(and calls in bursts) also note the module that made them; on the CPU every ``TIME_EVERY``-th
+call is timed on the host. Under ``torch.compiler.is_compiling()`` (read as its two parts) the
+wrapper only forwards (no graph break): compiled graphs are counted by ``compiled_graphs.py``.
+A background thread sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
-import types
 import traceback
-from collections import deque
+import types
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 from torch.autograd.profiler import record_function
 
-from ..core.watched_calls import CPU_KERNELS_NOTE, CallSignature, CallStats, ProcessState
+from ..core.call_signature import CallSignature
+from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
 from . import choice, origin
-from .bursts import RANGE_PREFIX, KernelBursts, read_profile
+from .bursts import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX, KernelBursts
 from .channel import StateSender
+from .compiled_graphs import watch_graphs
 from .flag_state import FlagState
+from .profile_readings import Entry, ReadingSink, keep_sample
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
-MAX_SAMPLES = 256
+MODULE_CALLS = 256
 SEND_EVERY_S = 0.5
-
-
-def _keep_sample(samples: list[float], us: float) -> None:
-    """Append a timing, keeping the last ``MAX_SAMPLES``."""
-    samples.append(us)
-    if len(samples) > MAX_SAMPLES:
-        del samples[: len(samples) - MAX_SAMPLES]
-
-
-class _Entry:
-    __slots__ = ("count", "stats", "index", "cuda")
-
-    def __init__(self, stats: CallStats, index: int, cuda: bool) -> None:
-        self.count = 0
-        self.stats = stats
-        self.index = index
-        self.cuda = cuda
 
 
 class Probe:
     def __init__(self, sender: StateSender | None, kernel_bursts: bool = True) -> None:
         self.sender = sender
-        self.table: dict[tuple, _Entry] = {}
+        self.table: dict[tuple, Entry] = {}
         # The last signature the fast path found and its entry, as one tuple (replaced whole, so a
         # thread never reads one signature's key with another's entry): a repeated signature is
         # compared, not hashed and looked up.
         self.last_hit: list[tuple] = [(None, None)]
-        self.entries: list[_Entry] = []
-        self.pending: deque = deque()
+        self.sink = ReadingSink(kernel_bursts)
         self.special = False  # a burst is due or running, or a first call is probing: calls take the slow path
         self.probing = False
         self.flag_state = FlagState()
         self.compiled: list[str] = []
-        self.compiled_kernels: list[str] = []
         self.bursts = KernelBursts(kernel_bursts)
-        self.original = None
+        self.original: Callable | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._thread_pid = -1
@@ -78,8 +63,12 @@ class Probe:
         self._last_sent: tuple | None = None
         self.error = ""
 
+    @property
+    def entries(self) -> list[Entry]:
+        return self.sink.entries
+
     # -- the slow path -----------------------------------------------------------------------
-    def first_call(self, key, q, k, v, mask, dropout_p, causal, scale, gqa) -> _Entry:
+    def first_call(self, key, q, k, v, mask, dropout_p, causal, scale, gqa) -> Entry:
         with self._lock:
             entry = self.table.get(key)
             if entry is not None:
@@ -94,21 +83,10 @@ class Probe:
             )
             frame = origin.caller_frame(2)
             stats = CallStats(signature, site=origin.call_site(frame), module=origin.module_path(frame))
-            # On the CPU a reason is read by forcing one backend (global flags) for a moment: other
-            # threads' calls wait on the slow path meanwhile, and the forced flags make no signature.
-            self.probing, self.special, self.flag_state.frozen = True, True, True
-            try:
-                stats.backend, stats.choice_error = choice.chosen_backend(q, k, v, mask, dropout_p, causal, scale, gqa)
-                stats.why_not = choice.why_not(stats.backend, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
-            except Exception as exc:  # noqa: BLE001 - explaining must never break the program
-                stats.choice_error = f"sdpa-tui could not ask torch: {exc}"
-            finally:
-                self.flag_state.frozen, self.probing = False, False
-                self.special = self.bursts.active or self.bursts.due
+            self.explain(stats, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
-            entry = _Entry(stats, len(self.entries), q.device.type == "cuda")
-            self.entries.append(entry)
+            entry = self.sink.add(stats, q.device.type == "cuda")
             self.table[key] = entry
             # Torch may set its priority order at the first choice: the same call, keyed on the new state.
             token = self.flag_state.refresh()
@@ -120,6 +98,20 @@ class Probe:
             self._ensure_thread()
             return entry
 
+    def explain(self, stats: CallStats, flags, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
+        """The backend SDPA picks and why not the others (on the CPU a reason is read by forcing one
+        backend for a moment: other threads' calls wait on the slow path meanwhile, and the forced
+        flags make no signature)."""
+        self.probing, self.special, self.flag_state.frozen = True, True, True
+        try:
+            stats.backend, stats.choice_error = choice.chosen_backend(q, k, v, mask, dropout_p, causal, scale, gqa)
+            stats.why_not = choice.why_not(stats.backend, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
+        except Exception as exc:  # noqa: BLE001 - explaining must never break the program
+            stats.choice_error = f"sdpa-tui could not ask torch: {exc}"
+        finally:
+            self.flag_state.frozen, self.probing = False, False
+            self.special = self.bursts.active or self.bursts.due
+
     def slow_call(self, key, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
         if entry is None:
             entry = self.first_call(key, q, k, v, mask, dropout_p, causal, scale, gqa)
@@ -127,31 +119,33 @@ class Probe:
             with self._lock:
                 pass
         entry.count += 1
+        bursts = self.bursts
+        if entry.wanted and not bursts.due and bursts.coverage_open():
+            bursts.due = self.special = True
         if self.special:
             self.burst_tick()
-            if self.bursts.active:
-                self.bursts.calls += 1
-                with record_function(f"{RANGE_PREFIX}{entry.index}"):
-                    if entry.count <= TIME_FIRST:  # a short program may make every call inside a burst
-                        return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
-                    return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-        return self.timed_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
+            if bursts.active:
+                bursts.calls += 1
+                first = FIRST_SUFFIX if entry.count == 1 else ""
+                with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
+                    return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
+        return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
-    def timed_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
-        if entry.cuda and not torch.cuda.is_current_stream_capturing():  # no timing events in a CUDA graph
-            stream = torch.cuda.current_stream(q.device)  # the call's device, not the current one
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record(stream)
+    def sampled_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
+        """A call whose module is noted, and that is timed on the host where that is its clock."""
+        count = entry.count
+        if count <= MODULE_CALLS or self.bursts.active:
+            entry.note_module(origin.module_path(origin.caller_frame(2)))
+        if count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1)):
+            t0 = time.perf_counter_ns()
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-            end.record(stream)
-            self.pending.append((entry, start, end))
+            us = (time.perf_counter_ns() - t0) / 1e3
+            if count == 1:
+                entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
+            else:
+                keep_sample(entry.stats.host_us, us)
             return out
-        if entry.cuda:
-            return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-        t0 = time.perf_counter_ns()
-        out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-        _keep_sample(entry.stats.host_us, (time.perf_counter_ns() - t0) / 1e3)
-        return out
+        return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
 
     def burst_tick(self) -> None:
         """On the calling thread: start a due burst, stop a finished one."""
@@ -165,6 +159,20 @@ class Probe:
             self.special = bursts.active
         else:
             self.special = False
+
+    def graph_run(self, entries: list[Entry], compiled, args, kwargs):
+        """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
+        backend ops are read by shape)."""
+        bursts = self.bursts
+        if any(e.wanted for e in entries) and not bursts.due and bursts.coverage_open():
+            bursts.due = self.special = True
+        if self.special:
+            self.burst_tick()
+            if bursts.active:
+                bursts.calls += 1
+                with record_function(f"{GRAPH_PREFIX}{entries[0].index}"):
+                    return compiled(*args, **kwargs)
+        return compiled(*args, **kwargs)
 
     # -- the background thread ---------------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -185,51 +193,32 @@ class Probe:
             except Exception:  # noqa: BLE001 - the probe never takes the program down
                 pass
 
-    def collect(self, wait: bool = False) -> None:
-        """Read finished CUDA events and finished profiler bursts."""
-        while self.pending:
-            entry, start, end = self.pending[0]
-            if not wait and not end.query():
-                break
-            self.pending.popleft()
-            if wait:
-                end.synchronize()
-            _keep_sample(entry.stats.gpu_us, start.elapsed_time(end) * 1e3)
+    def collect(self) -> None:
+        """Read finished profiler bursts."""
         while self.bursts.finished:
-            per_signature, compiled = read_profile(self.bursts.finished.pop(0))
-            for index, names in per_signature.items():
-                if index < len(self.entries):
-                    kernels = self.entries[index].stats.kernels
-                    kernels.extend(n for n in names if n not in kernels)
-            self.compiled_kernels.extend(n for n in compiled if n not in self.compiled_kernels)
+            self.sink.read(self.bursts.finished.pop(0), self.bursts.captures)
 
     def state(self, final: bool = False) -> ProcessState:
-        calls = []
-        for entry in list(self.entries):
-            stats = entry.stats
-            calls.append(CallStats(
-                stats.signature, entry.count, stats.site, stats.module, stats.backend, stats.choice_error,
-                dict(stats.why_not), list(stats.gpu_us), list(stats.host_us), list(stats.kernels),
-            ))
+        calls = [entry.snapshot() for entry in list(self.entries)]
         cuda_seen = any(e.cuda for e in self.entries)
         note = "" if cuda_seen or not self.entries else CPU_KERNELS_NOTE
         return ProcessState(
-            pid=os.getpid(), calls=calls, compiled=list(self.compiled), compiled_kernels=list(self.compiled_kernels),
-            kernels_note=note, final=final, error=self.error, time_s=time.time(),
+            pid=os.getpid(), calls=calls, compiled=list(self.compiled),
+            compiled_kernels=list(self.sink.compiled_kernels), kernels_note=note, final=final, error=self.error,
+            time_s=time.time(), captures=replace(self.bursts.captures),
         )
 
     def send(self, final: bool = False) -> None:
         if self.sender is None:
             return
-        fingerprint = (tuple(e.count for e in self.entries), sum(len(e.stats.gpu_us) + len(e.stats.kernels)
-                       for e in self.entries), len(self.compiled), len(self.compiled_kernels), self.error)
+        fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error)
         if not final and fingerprint == self._last_sent:
             return
         self._last_sent = fingerprint
         self.sender.send(self.state(final))
 
     def finish(self, error: str = "") -> None:
-        """At the program's end (or crash): last burst stopped, events read, the final state sent."""
+        """At the program's end (or crash): last burst stopped and read, the final state sent."""
         self.error = error
         self._stop.set()
         thread = self._thread
@@ -238,7 +227,7 @@ class Probe:
         try:
             if self.bursts.active:
                 self.bursts.stop()
-            self.collect(wait=True)
+            self.collect()
         except Exception:  # noqa: BLE001
             pass
         self.send(final=True)
@@ -248,8 +237,7 @@ class Probe:
         self._lock = threading.Lock()
         self.table.clear()  # the wrapper holds this dict
         self.last_hit[0] = (None, None)  # and this list
-        self.entries = []
-        self.pending = deque()
+        self.sink = ReadingSink(self.bursts.enabled)
         self.bursts = KernelBursts(self.bursts.enabled)
         self.special = False
         self._thread_pid = -1
@@ -300,13 +288,13 @@ def make_wrapper(original, probe: Probe):
                     last_hit[0] = (signature, entry)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        if entry is None or probe.special:
+        if entry is None or probe.special or entry.wanted:
             return probe.slow_call(signature, entry, original, query, key, value, attn_mask, dropout_p, is_causal,
                                    scale, enable_gqa)
         count = entry.count = entry.count + 1
-        if count & mask_bits == 0 or count <= TIME_FIRST:
-            return probe.timed_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                    enable_gqa)
+        if count <= MODULE_CALLS or count & mask_bits == 0:
+            return probe.sampled_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                      enable_gqa)
         if scale is None and not enable_gqa:  # fewer keywords for torch's argument parser to read
             return original(query, key, value, attn_mask, dropout_p, is_causal)
         return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -317,7 +305,7 @@ def make_wrapper(original, probe: Probe):
 
 
 def _watch_compile(probe: Probe) -> None:
-    """Record what ``torch.compile`` is given; its result ticks the bursts (its calls skip the wrapper)."""
+    """Record what ``torch.compile`` is given (its graphs are counted by ``compiled_graphs``)."""
     compile_ = torch.compile
 
     def compile(model=None, **kwargs):  # noqa: A001 - torch's name
@@ -325,54 +313,11 @@ def _watch_compile(probe: Probe) -> None:
             return lambda fn: compile(fn, **kwargs)
         name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
         probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
-        compiled = compile_(model, **kwargs)
-        calls = [0]
-
-        def tick(*_) -> None:
-            calls[0] += 1
-            _compiled_tick(probe, calls[0])
-
-        if isinstance(compiled, torch.nn.Module):
-            compiled.register_forward_pre_hook(tick)
-            compiled.register_forward_hook(lambda *_: _compiled_tick(probe, 0))
-            return compiled
-        if not callable(compiled):
-            return compiled
-        is_compiling = torch.compiler.is_compiling
-
-        @functools.wraps(compiled)
-        def run_compiled(*args, **kw):
-            if is_compiling():  # called from another compiled region: Dynamo sees torch's callable only
-                return compiled(*args, **kw)
-            tick()
-            try:
-                return compiled(*args, **kw)
-            finally:
-                _compiled_tick(probe, 0)
-
-        return run_compiled
+        return compile_(model, **kwargs)
 
     compile.__doc__ = compile_.__doc__
     compile.__wrapped__ = compile_
     torch.compile = compile
-
-
-def _compiled_tick(probe: Probe, call: int) -> None:
-    """Before (``call`` ≥ 1: its number) and after (0) a compiled callable runs, on the calling thread."""
-    try:
-        if call and torch.cuda.is_initialized():
-            if call == 2:  # the first call compiles: its second is the first that runs what the program will
-                probe.bursts.signature_seen()
-            else:
-                probe.bursts.arm()
-            probe._ensure_thread()
-            probe.special = probe.special or probe.bursts.due
-        if probe.special:
-            probe.burst_tick()
-            if probe.bursts.active:
-                probe.bursts.calls += 1
-    except Exception:  # noqa: BLE001 - the probe never takes the program down
-        pass
 
 
 def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
@@ -384,6 +329,7 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
     probe.flag_state.watch_setters()
     _watch_compile(probe)
+    watch_graphs(probe)
     os.register_at_fork(after_in_child=probe.after_fork_in_child)
     return probe
 

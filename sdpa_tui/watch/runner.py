@@ -14,7 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.watched_calls import ProcessState, WatchReport, build_report
+from ..core.watch_report import WatchReport, build_report
+from ..core.watched_calls import ProcessState
 from .channel import SOCKET_ENV, StateListener
 
 STOP_GRACE_S = 5.0
@@ -28,7 +29,8 @@ class CommandError(ValueError):
 
 
 def child_command(program: list[str], module: str | None = None) -> list[str]:
-    """``python x.py a`` / ``x.py a`` / ``-m mod a`` → the interpreter running the bootstrap."""
+    """``python x.py a`` / ``x.py a`` / ``-m mod a`` → the interpreter running the bootstrap (told the
+    interpreter's name as typed, which python's own messages use)."""
     bootstrap = [sys.executable, "-m", "sdpa_tui.watch.bootstrap"]
     if module:
         return bootstrap + ["-m", module, *program]
@@ -43,7 +45,7 @@ def child_command(program: list[str], module: str | None = None) -> list[str]:
                 options.append(rest.pop(0))
         if not rest or rest[0] in ("-c", "-"):
             raise CommandError("watch runs a script or a module (python x.py, python -m mod), not -c or stdin")
-        return [sys.executable, *options, "-m", "sdpa_tui.watch.bootstrap", *rest]
+        return [sys.executable, *options, "-m", "sdpa_tui.watch.bootstrap", "--as", head, *rest]
     if head.endswith(".py"):
         return bootstrap + program
     raise CommandError(f"watch runs Python programs (python script.py, script.py, -m module); got {head!r}")

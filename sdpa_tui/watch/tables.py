@@ -5,34 +5,83 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..core.kernel_names import short_name
-from ..core.watched_calls import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.stats import Summary
+from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+
+
+def us(value: float) -> str:
+    return f"{value / 1000:,.1f} ms" if value >= 10_000 else f"{value:,.1f} µs"
+
+
+def summary_cell(summary: Summary | None) -> str:
+    if summary is None:
+        return ""
+    return f"{us(summary.median)} (p90 {us(summary.p90)}, n={summary.count})"
 
 
 def time_cell(row: CallRow) -> str:
-    if row.gpu_us is not None:
-        return f"{row.gpu_us:,.1f} µs gpu"
+    """The forward's own time per call: its kernels (CUPTI) on CUDA, the host's clock on the CPU."""
+    if row.kernel_us is not None:
+        return f"{us(row.kernel_us.median)} kernels"
     if row.host_us is not None:
-        return f"{row.host_us:,.1f} µs cpu"
+        return f"{us(row.host_us.median)} cpu"
+    if row.signature.device.startswith("cuda"):
+        return "not profiled yet"
     return "—"
+
+
+def backward_cell(row: CallRow) -> str:
+    back = row.backward
+    if back is None:
+        return "—" if not row.signature.grad else "not profiled yet"
+    label = backend_label(back.backend) if back.backend else "?"
+    return f"{label} {us(back.kernel_us.median)}" if back.kernel_us else label
+
+
+def first_call_cell(row: CallRow) -> str:
+    return f"{us(row.first_call_us)} host" if row.first_call_us is not None else "—"
+
+
+def count_cell(row: CallRow) -> str:
+    return f"{row.count:,}" if row.count_exact else f"~{row.count:,}"
+
+
+def backend_cell(row: CallRow) -> str:
+    if not row.compiled:
+        return backend_label(row.backend) if row.backend else f"none: {row.choice_error}"
+    eager = backend_label(row.eager_backend) if row.eager_backend else None
+    if row.backend is None:
+        return f"{eager} (compiled; as eager picks, not profiled yet)" if eager else "compiled: not profiled yet"
+    picked = f"{backend_label(row.backend)} (compiled)"
+    return picked if eager in (None, backend_label(row.backend)) else f"{picked}; eager picks {eager}"
+
+
+def modules_cell(row: CallRow) -> str:
+    return ", ".join(row.modules) if row.modules else (row.module or "—")
+
+
+def share_cell(row: CallRow) -> str:
+    return f"{row.share_of_gpu:.1%}" if row.share_of_gpu is not None else "—"
 
 
 def kernels_cell(row: CallRow, note: str = "") -> str:
     if row.kernels:
-        return ", ".join(short_name(k) for k in row.kernels[:3]) + (f" +{len(row.kernels) - 3}" if len(row.kernels) > 3 else "")
-    return note or "not seen yet"
+        names = list(dict.fromkeys(short_name(k) for k in row.kernels))
+        return ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+    return note or ("not profiled yet" if row.signature.device.startswith("cuda") else "—")
 
 
 def calls_table(report: WatchReport) -> Table:
     table = Table(title=f"SDPA calls of {' '.join(report.program)}", title_justify="left")
-    for name in ("call", "site", "module", "count", "calls/s", "share", "backend", "time/call", "kernels"):
-        table.add_column(name, justify="right" if name in ("count", "calls/s", "share", "time/call") else "left")
+    right = ("count", "GPU share", "fwd time", "bwd time", "first call")
+    for name in ("call", "site", "modules", "count", "GPU share", "backend", "fwd time", "bwd time", "first call",
+                 "kernels"):
+        table.add_column(name, justify="right" if name in right else "left")
     for row in report.rows:
         table.add_row(
-            row.signature.describe(), row.site, row.module or "—", f"{row.count:,}",
-            f"{row.calls_per_s:,.1f}" if row.calls_per_s else "—",
-            f"{row.share:.0%}" if row.share is not None else "—",
-            backend_label(row.backend) if row.backend else f"none: {row.choice_error}",
-            time_cell(row), kernels_cell(row, report.kernels_note),
+            row.signature.describe() + (" [compiled]" if row.compiled else ""), row.site, modules_cell(row),
+            count_cell(row), share_cell(row), backend_cell(row), time_cell(row), backward_cell(row),
+            first_call_cell(row), kernels_cell(row, report.kernels_note),
         )
     return table
 
@@ -43,10 +92,14 @@ def why_not_lines(row: CallRow) -> list[str]:
 
 def footnotes(report: WatchReport) -> list[str]:
     lines = []
+    share = report.sdpa_share_of_gpu
+    if share is not None:
+        lines.append(f"SDPA took {share:.1%} of the program's GPU time in the profiled windows "
+                     f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
+    if any(r.kernel_us is not None for r in report.rows):
+        lines.append(KERNEL_CLOCK)
     if report.compiled:
         lines.append(f"compiled: {', '.join(report.compiled)} — {NOT_INTERCEPTED_NOTE}")
-        kernels = ", ".join(short_name(k) for k in report.compiled_kernels) or "none seen yet"
-        lines.append(f"attention kernels seen in compiled regions: {kernels}")
     if not report.rows:
         lines.append("no SDPA call was seen")
     return lines

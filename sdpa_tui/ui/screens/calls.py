@@ -13,7 +13,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Log, Static
 
-from ...core.watched_calls import CallRow, CallSignature, WatchReport
+from ...core.call_signature import CallSignature
+from ...core.watch_report import CallRow, WatchReport
 from ..call_rows import COLUMNS, RIGHT_ALIGNED, detail_lines, program_state, table_cells, traceback_tail
 from .help import HelpScreen
 

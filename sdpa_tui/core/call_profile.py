@@ -1,0 +1,222 @@
+"""What one profiled SDPA call cost on the GPU: its own kernels, their summed time, and its backward.
+
+Read from a torch.profiler Chrome trace (standard library only, as :mod:`trace`). A call's
+GPU work is every kernel, memset and copy whose launch lies inside the call's CPU range on
+that range's thread (CUPTI's durations: the lab's kernel clock). Its backward is found through
+autograd's sequence numbers: each op inside the forward range that autograd records carries a
+``Sequence number``, and the ``autograd::engine::evaluate_function: …Backward0`` range with the
+same number runs its gradient (on autograd's thread). Calls inside compiled graphs have no
+``aten::scaled_dot_product_attention`` above them: they are the backend ops themselves
+(``aten::_scaled_dot_product_cudnn_attention`` …), named with their input shapes when the
+profiler records shapes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, Event
+
+BACKEND_OPS: dict[str, str] = {
+    "aten::_scaled_dot_product_cudnn_attention": "CUDNN_ATTENTION",
+    "aten::_scaled_dot_product_flash_attention": "FLASH_ATTENTION",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "FLASH_ATTENTION",
+    "aten::_scaled_dot_product_efficient_attention": "EFFICIENT_ATTENTION",
+    "aten::_scaled_dot_product_attention_math": "MATH",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "OVERRIDEABLE",
+}
+"""The aten op each backend runs under (forward); its backward op adds ``_backward``."""
+BACKWARD_OPS: dict[str, str] = {f"{op}_backward": backend for op, backend in BACKEND_OPS.items()}
+TOP_OP = "aten::scaled_dot_product_attention"
+EVALUATE = "autograd::engine::evaluate_function: "
+_EPS_US = 1e-3
+
+
+@dataclass(frozen=True)
+class Activity:
+    name: str
+    duration_us: float
+
+
+@dataclass
+class ProfiledCall:
+    """One call as the profiler saw it: the backend op it ran, its GPU activities, its backward's."""
+
+    name: str  # the range's name (``sdpa-tui#3``) or the backend op's
+    backend: str | None
+    activities: list[Activity] = field(default_factory=list)
+    backward_backend: str | None = None
+    backward: list[Activity] | None = None  # None: no backward of this call in the trace
+    shapes: tuple[tuple[int, ...], ...] = ()  # the op's input dims, where recorded
+    dtype: str = ""
+    cpu_us: float = 0.0  # the op's host duration (on the CPU, where the op does the work itself)
+    graph: str = ""  # compiled ops: the name of the probe's range around the graph's run, if any
+    run: float = 0.0  # compiled ops: that range's start (one run of the graph)
+
+    @property
+    def kernel_us(self) -> float:
+        return sum(a.duration_us for a in self.activities)
+
+    @property
+    def backward_us(self) -> float | None:
+        return None if self.backward is None else sum(a.duration_us for a in self.backward)
+
+
+@dataclass
+class ProfileReading:
+    """Every SDPA call of one trace, and the GPU time of the whole trace (for the share)."""
+
+    ranged: list[ProfiledCall]  # calls the probe wrapped in a named range, in start order
+    compiled: list[ProfiledCall]  # backend ops with no SDPA op or probe range above them
+    compiled_backward: list[ProfiledCall]  # backward backend ops run outside autograd's per-op functions
+    gpu_us: float  # every GPU activity of the traced process(es)
+
+
+def _complete(trace: dict[str, Any]) -> list[Event]:
+    return [e for e in trace.get("traceEvents", ()) if isinstance(e, dict) and e.get("ph") == "X"
+            and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))]
+
+
+def _inside(outer: Event, inner: Event) -> bool:
+    return (outer["ts"] - _EPS_US <= inner["ts"]
+            and inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer["dur"] + _EPS_US)
+
+
+class _Index:
+    """The trace's CPU events per thread and its GPU activities per launching thread."""
+
+    def __init__(self, trace: dict[str, Any]) -> None:
+        events = _complete(trace)
+        self.cpu: dict[tuple, list[Event]] = defaultdict(list)
+        launches: dict[Any, Event] = {}
+        gpu = []
+        for e in events:
+            cat = e.get("cat")
+            if cat in GPU_CATEGORIES:
+                gpu.append(e)
+            elif cat in LAUNCH_CATEGORIES:
+                corr = (e.get("args") or {}).get("correlation")
+                if corr is not None:
+                    launches[corr] = e
+            elif cat in ("cpu_op", "user_annotation"):
+                self.cpu[(e.get("pid"), e.get("tid"))].append(e)
+        for ops in self.cpu.values():
+            ops.sort(key=lambda e: (e["ts"], -e["dur"]))
+        self.gpu_us = sum(float(e["dur"]) for e in gpu)
+        # launch time → the activity it launched, per thread, in time order
+        self.launched: dict[tuple, list[tuple[float, Event]]] = defaultdict(list)
+        for e in gpu:
+            launch = launches.get((e.get("args") or {}).get("correlation"))
+            if launch is not None:
+                self.launched[(launch.get("pid"), launch.get("tid"))].append((launch["ts"], e))
+        for items in self.launched.values():
+            items.sort(key=lambda item: item[0])
+
+    def activities(self, thread: tuple, outer: Event) -> list[Activity]:
+        start, end = outer["ts"] - _EPS_US, outer["ts"] + outer["dur"] + _EPS_US
+        found = [e for ts, e in self.launched.get(thread, ()) if start <= ts <= end]
+        found.sort(key=lambda e: e["ts"])
+        return [Activity(str(e.get("name", "")), float(e["dur"])) for e in found]
+
+    def inside(self, thread: tuple, outer: Event) -> list[Event]:
+        return [e for e in self.cpu.get(thread, ()) if e is not outer and _inside(outer, e)]
+
+
+def _shapes(op: Event) -> tuple[tuple[tuple[int, ...], ...], str]:
+    args = op.get("args") or {}
+    dims = args.get("Input Dims") or []
+    shapes = tuple(tuple(int(d) for d in dim) if isinstance(dim, list) else () for dim in dims)
+    types = args.get("Input type") or []
+    return shapes, str(types[0]) if types else ""
+
+
+def _backend_op(ops: list[Event], table: dict[str, str]) -> Event | None:
+    return next((e for e in ops if e.get("name") in table), None)
+
+
+def _backward_index(index: _Index) -> dict[int, list[tuple[tuple, Event]]]:
+    """Sequence number → autograd's evaluate_function ranges with it (there may be several threads)."""
+    found: dict[int, list[tuple[tuple, Event]]] = defaultdict(list)
+    for thread, ops in index.cpu.items():
+        for e in ops:
+            if str(e.get("name", "")).startswith(EVALUATE):
+                seq = (e.get("args") or {}).get("Sequence number")
+                if isinstance(seq, int):
+                    found[seq].append((thread, e))
+    return found
+
+
+def _attach_backward(call: ProfiledCall, inner: list[Event], forward: Event, index: _Index,
+                     backward: dict[int, list[tuple[tuple, Event]]]) -> None:
+    """The gradient of the ops inside ``forward``: the evaluate_function ranges with their sequence numbers."""
+    op = _backend_op([forward, *inner], BACKEND_OPS)
+    if op is not None and op["name"] != "aten::_scaled_dot_product_attention_math":
+        sources = [op]  # the fused op is one autograd node; ops beside it may carry the next node's number
+    else:
+        sources = [e for e in inner if e.get("cat") == "cpu_op"]
+    seqs = {s for e in sources if isinstance(s := (e.get("args") or {}).get("Sequence number"), int) and s >= 0}
+    acts: list[Activity] = []
+    matched = False
+    for seq in seqs:
+        for thread, fn in backward.get(seq, ()):
+            if fn["ts"] < forward["ts"]:
+                continue
+            matched = True
+            acts.extend(index.activities(thread, fn))
+            op = _backend_op(index.inside(thread, fn), BACKWARD_OPS)
+            if op is not None:
+                call.backward_backend = BACKWARD_OPS[op["name"]]
+    if matched:
+        call.backward = acts
+        if call.backward_backend is None and call.backend == "MATH":
+            call.backward_backend = "MATH"
+
+
+def read_calls(trace: dict[str, Any], prefix: str, graph_prefix: str = "\0") -> ProfileReading:
+    """The calls in ranges named ``prefix…``, and the compiled graphs' backend ops, of one trace.
+
+    A compiled op inside a range named ``graph_prefix…`` (the probe's, around one run of a graph)
+    carries that range's name and start.
+    """
+    index = _Index(trace)
+    backward = _backward_index(index)
+    ranged: list[ProfiledCall] = []
+    compiled: list[ProfiledCall] = []
+    compiled_bwd: list[ProfiledCall] = []
+    for thread, ops in index.cpu.items():
+        covered: list[Event] = []  # ranges and SDPA ops whose backend op is already counted
+        graphs: list[Event] = []
+        for e in ops:
+            name = str(e.get("name", ""))
+            if e.get("cat") == "user_annotation" and name.startswith(graph_prefix):
+                graphs.append(e)
+            if e.get("cat") == "user_annotation" and name.startswith(prefix):
+                inner = index.inside(thread, e)
+                op = _backend_op(inner, BACKEND_OPS)
+                call = ProfiledCall(name, BACKEND_OPS[op["name"]] if op else None, index.activities(thread, e))
+                _attach_backward(call, inner, e, index, backward)
+                ranged.append(call)
+                covered.append(e)
+            elif name == TOP_OP:
+                covered.append(e)
+            elif name in BACKEND_OPS and not any(_inside(c, e) for c in covered):
+                shapes, dtype = _shapes(e)
+                run = next((g for g in reversed(graphs) if _inside(g, e)), None)
+                call = ProfiledCall(name, BACKEND_OPS[name], index.activities(thread, e), shapes=shapes, dtype=dtype,
+                                    cpu_us=float(e["dur"]), graph=str(run["name"]) if run else "",
+                                    run=float(run["ts"]) if run else 0.0)
+                _attach_backward(call, index.inside(thread, e), e, index, backward)
+                compiled.append(call)
+            elif name in BACKWARD_OPS and not _under_own_function(index, thread, e):
+                shapes, dtype = _shapes(e)
+                compiled_bwd.append(ProfiledCall(name, BACKWARD_OPS[name], index.activities(thread, e),
+                                                 shapes=shapes, dtype=dtype, cpu_us=float(e["dur"])))
+    return ProfileReading(ranged, compiled, compiled_bwd, index.gpu_us)
+
+
+def _under_own_function(index: _Index, thread: tuple, op: Event) -> bool:
+    """An eager backward op runs under its own ``…Backward0`` function; a compiled graph's does not."""
+    return any(str(e.get("name", "")).startswith(EVALUATE) and "ScaledDotProduct" in str(e.get("name"))
+               and _inside(e, op) for e in index.cpu.get(thread, ()) if e["ts"] <= op["ts"])

@@ -1,0 +1,200 @@
+"""What ``sdpa-tui watch`` saw a program do: one row per distinct SDPA call signature (plain data, no torch).
+
+Rows merge the :class:`ProcessState` of every watched process. ``watch --report`` writes
+:meth:`WatchReport.to_dict` (schema 2; schema 1 had ``gpu_us``, a CUDA-event span around the
+call, which is gone: it timed how long the stream took, idle gaps and plan building included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .backends import ALL_BACKENDS
+from .call_signature import CallSignature
+from .module_paths import collapse
+from .stats import Summary
+from .watched_calls import Captures, CallStats, ProcessState
+
+SCHEMA_VERSION = 2
+NOT_INTERCEPTED_NOTE = (
+    "calls inside torch.compile'd graphs are counted from the graphs Dynamo builds (each run of a graph "
+    "counts its SDPA calls); attention that Inductor makes out of a matmul-softmax-matmul is not"
+)
+KERNEL_CLOCK = ("kernel time: the summed CUPTI durations of the kernels, memsets and copies launched inside "
+                "one call, first call excluded; share of GPU: this call's kernel time over all of the "
+                "program's GPU time in the profiled windows")
+
+
+def backend_label(name: str | None) -> str:
+    """``FLASH_ATTENTION`` → ``Flash``; unknown names pass through."""
+    if name is None:
+        return "none"
+    for backend in ALL_BACKENDS:
+        if backend.value == name:
+            return backend.label
+    return name
+
+
+def _summary_dict(summary: Summary | None) -> dict[str, Any]:
+    if summary is None:
+        return {"median": None, "p90": None, "n": 0}
+    return {"median": round(summary.median, 3), "p90": round(summary.p90, 3), "n": summary.count}
+
+
+@dataclass(frozen=True)
+class BackwardRow:
+    backend: str | None
+    kernel_us: Summary | None
+    kernels: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "kernel_us": _summary_dict(self.kernel_us), "kernels": list(self.kernels)}
+
+
+@dataclass(frozen=True)
+class CallRow:
+    """One signature across every watched process: a row of the Calls view and of the report."""
+
+    signature: CallSignature
+    count: int
+    site: str
+    module: str | None
+    backend: str | None
+    choice_error: str
+    why_not: dict[str, str]
+    kernel_us: Summary | None  # per call, CUPTI
+    host_us: Summary | None  # CPU runs
+    kernels: tuple[str, ...]
+    pids: tuple[int, ...]
+    first_call_us: float | None = None
+    backward: BackwardRow | None = None
+    modules: tuple[str, ...] = ()
+    compiled: bool = False
+    count_exact: bool = True
+    compiled_fn: str = ""
+    eager_backend: str | None = None
+    share: float | None = None  # of the program's SDPA time (forward and backward), by count × median
+    share_of_gpu: float | None = None  # of all the program's GPU time in the profiled windows
+    calls_per_s: float | None = None
+
+    @property
+    def time_us(self) -> float | None:
+        """One call's cost, forward and backward where both were measured: the GPU's, else the host's."""
+        if self.kernel_us is not None:
+            back = self.backward.kernel_us.median if self.backward and self.backward.kernel_us else 0.0
+            return self.kernel_us.median + back
+        return self.host_us.median if self.host_us is not None else None
+
+    def report_dict(self) -> dict[str, Any]:
+        s = self.signature
+        return {
+            "site": self.site, "module": self.module, "modules": list(self.modules),
+            "q_shape": list(s.q_shape), "kv_shape": list(s.kv_shape), "dtype": s.dtype, "device": s.device,
+            "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None},
+            "causal": s.causal, "dropout_p": s.dropout_p, "scale": s.scale, "gqa": s.gqa, "grad": s.grad,
+            "flags": list(s.flags), "priority": list(s.priority), "compiled": self.compiled,
+            "compiled_fn": self.compiled_fn or None, "count": self.count, "count_exact": self.count_exact,
+            "calls_per_s": self.calls_per_s, "backend": self.backend, "eager_backend": self.eager_backend,
+            "choice_error": self.choice_error or None, "why_not": dict(self.why_not),
+            "kernel_us": _summary_dict(self.kernel_us), "first_call_us": self.first_call_us,
+            "host_us": _summary_dict(self.host_us), "kernels": list(self.kernels),
+            "backward": self.backward.to_dict() if self.backward else None,
+            "share": self.share, "share_of_gpu": self.share_of_gpu, "pids": list(self.pids),
+        }
+
+
+def _backward(items: list[CallStats]) -> BackwardRow | None:
+    backs = [st.backward for st in items if st.backward is not None]
+    if not backs:
+        return None
+    kernels = next((b.kernels for b in backs if b.kernels), [])
+    backend = next((b.backend for b in backs if b.backend), None)
+    return BackwardRow(backend, Summary.of(x for b in backs for x in b.kernel_us), tuple(kernels))
+
+
+def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> list[CallRow]:
+    """Rows, one per signature (eager and compiled apart), summed over processes, the busiest share first."""
+    states = list(states)
+    grouped: dict[tuple[CallSignature, bool], list[tuple[int, CallStats]]] = {}
+    for state in states:
+        for stats in state.calls:
+            grouped.setdefault((stats.signature, stats.compiled), []).append((state.pid, stats))
+    profiled_gpu_us = sum(s.captures.gpu_us for s in states)
+    rows = []
+    for (signature, compiled), items in grouped.items():
+        first = items[0][1]
+        stats = [st for _, st in items]
+        count = sum(st.count for st in stats)
+        firsts = [st.first_call_us for st in stats if st.first_call_us is not None]
+        profiled = sum(st.profiled_us for st in stats)
+        rows.append(CallRow(
+            signature=signature, count=count, site=first.site, module=first.module,
+            backend=next((st.backend for st in stats if st.backend), None), choice_error=first.choice_error,
+            why_not=dict(first.why_not), kernel_us=Summary.of(x for st in stats for x in st.kernel_us),
+            host_us=Summary.of(x for st in stats for x in st.host_us),
+            kernels=tuple(next((st.kernels for st in stats if st.kernels), ())),
+            pids=tuple(sorted({pid for pid, _ in items})), first_call_us=max(firsts) if firsts else None,
+            backward=_backward(stats), modules=tuple(collapse(m for st in stats for m in st.modules)),
+            compiled=compiled, count_exact=all(st.count_exact for st in stats),
+            compiled_fn=first.compiled_fn, eager_backend=first.eager_backend,
+            share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
+            calls_per_s=count / elapsed_s if elapsed_s else None,
+        ))
+    total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
+    if total > 0:
+        rows = [replace(r, share=r.count * r.time_us / total if r.time_us is not None else None) for r in rows]
+    return sorted(rows, key=lambda r: (-(r.share or 0.0), -r.count))
+
+
+@dataclass
+class WatchReport:
+    """``watch --report``'s JSON: ``{"schema_version", "program", "exit_code", "calls": [...], ...}``."""
+
+    program: list[str]
+    exit_code: int | None
+    rows: list[CallRow]
+    duration_s: float
+    compiled: list[str] = field(default_factory=list)
+    compiled_kernels: list[str] = field(default_factory=list)
+    kernels_note: str = ""
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    captures: Captures = field(default_factory=Captures)
+
+    @property
+    def sdpa_share_of_gpu(self) -> float | None:
+        """SDPA's share (forward and backward, every signature) of the program's GPU time in the profiled windows."""
+        shares = [r.share_of_gpu for r in self.rows if r.share_of_gpu is not None]
+        return sum(shares) if shares else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION, "program": list(self.program), "exit_code": self.exit_code,
+            "duration_s": round(self.duration_s, 3), "calls": [r.report_dict() for r in self.rows],
+            "sdpa_share_of_gpu": self.sdpa_share_of_gpu, "captures": self.captures.to_dict(),
+            "clocks": KERNEL_CLOCK,
+            "compiled": {
+                "functions": list(self.compiled), "attention_kernels": list(self.compiled_kernels),
+                "note": NOT_INTERCEPTED_NOTE if self.compiled else None,
+            },
+            "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
+        }
+
+
+def build_report(program: list[str], exit_code: int | None, states: Iterable[ProcessState],
+                 duration_s: float, notes: Iterable[str] = ()) -> WatchReport:
+    states = list(states)
+    captures = Captures(
+        count=sum(s.captures.count for s in states), profiled_s=sum(s.captures.profiled_s for s in states),
+        stop_s=sum(s.captures.stop_s for s in states), read_s=sum(s.captures.read_s for s in states),
+        gpu_us=sum(s.captures.gpu_us for s in states),
+    )
+    return WatchReport(
+        program=program, exit_code=exit_code, rows=merge(states, duration_s), duration_s=duration_s,
+        compiled=list(dict.fromkeys(c for s in states for c in s.compiled)),
+        compiled_kernels=list(dict.fromkeys(k for s in states for k in s.compiled_kernels)),
+        kernels_note=next((s.kernels_note for s in states if s.kernels_note), ""),
+        error=next((s.error for s in states if s.error), ""), notes=list(notes), captures=captures,
+    )
