@@ -47,12 +47,14 @@ def reference(ops: list[dict]) -> tuple[dict, dict]:
         else:
             mask = shapes[3] if op["name"] == "aten::scaled_dot_product_attention" and len(shapes) > 3 else None
             key, into = _key(shapes[0], shapes[1], mask), fwd
-        group = into.setdefault(key, {"count": 0, "kernel_us": [], "kernels": [], "ops": set()})
+        group = into.setdefault(key, {"count": 0, "kernel_us": [], "lists": [], "ops": set()})
         group["count"] += 1
         group["kernel_us"].append(op["kernel_us"])
         group["ops"].add(op["name"])
-        if not group["kernels"]:
-            group["kernels"] = op["kernels"]
+        group["lists"].append(tuple(op["kernels"]))
+    for group in (*fwd.values(), *bwd.values()):  # the calls' usual kernels (a first call may differ)
+        lists = group.pop("lists")
+        group["kernels"] = list(max(set(lists), key=lists.count))
     return fwd, bwd
 
 

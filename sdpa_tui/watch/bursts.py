@@ -75,9 +75,13 @@ class KernelBursts:
         too recently (then the signature stays wanted, and one of its later calls starts it). The first
         ``QUICK_BURSTS`` new signatures wait only ``QUICK_GAP_S``, so a short program is covered."""
         self.arm()
+        self.cover(never_profiled=True)
+
+    def cover(self, never_profiled: bool) -> None:
+        """Make a burst due for a wanted signature if the gap allows (a short one for a never-profiled one)."""
         if self.coverage_open():
             self.due = True
-        elif (self.enabled and not self.active and self._quick < QUICK_BURSTS
+        elif (never_profiled and self.enabled and not self.active and self._quick < QUICK_BURSTS
               and time.monotonic() - self._ended >= QUICK_GAP_S):
             self.due = True
             self._quick += 1

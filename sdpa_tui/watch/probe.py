@@ -120,8 +120,9 @@ class Probe:
                 pass
         entry.count += 1
         bursts = self.bursts
-        if entry.wanted and not bursts.due and bursts.coverage_open():
-            bursts.due = self.special = True
+        if entry.wanted and not bursts.due and not bursts.active:
+            bursts.cover(never_profiled=entry.profiled == 0)
+            self.special = self.special or bursts.due
         if self.special:
             self.burst_tick()
             if bursts.active:
@@ -164,8 +165,9 @@ class Probe:
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
         backend ops are read by shape)."""
         bursts = self.bursts
-        if any(e.wanted for e in entries) and not bursts.due and bursts.coverage_open():
-            bursts.due = self.special = True
+        if any(e.wanted for e in entries) and not bursts.due and not bursts.active:
+            bursts.cover(never_profiled=all(e.profiled == 0 for e in entries))
+            self.special = self.special or bursts.due
         if self.special:
             self.burst_tick()
             if bursts.active:
