@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from recorded import command_line
 
-from sdpa_tui.watch.probe import install
+from sdpa_tui.watch.install import install
 
 SHAPES = {"tiny [1, 2, 8, 16]": (1, 2, 8, 16), "blog [2, 8, 512, 64]": (2, 8, 512, 64)}
 

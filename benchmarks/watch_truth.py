@@ -6,7 +6,7 @@ and under ``sdpa-tui watch --report``. Per call signature (q and k shapes, mask 
 watch's forward kernel time, count and kernels beside the profiler's, the backward beside the
 profiler's backward ops, and the training step with and without watch; writes it all as JSON.
 
-    python3 benchmarks/watch_truth.py --json out.json [--steps 12]
+    python3 benchmarks/watch_truth.py --json out.json [--steps 12] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -98,17 +98,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", required=True)
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=1, help="plain and watched runs, alternated (step times)")
     args = parser.parse_args()
     env = dict(os.environ)
     program = [sys.executable, str(PROGRAM), str(args.steps)]
     with tempfile.TemporaryDirectory() as tmp:
-        plain = [_run(program, env) for _ in range(2)]
         profile_path = os.path.join(tmp, "ops.json")
         _run(program, {**env, "SDPA_TUI_TEST_PROFILE": profile_path})
         ops = json.load(open(profile_path))
         report_path = os.path.join(tmp, "calls.json")
-        watched = [_run([sys.executable, "-m", "sdpa_tui", "watch", "--report", report_path, "--", *program], env)]
-        report = json.load(open(report_path))
+        plain, watched = [], []
+        for _ in range(args.rounds):
+            plain.append(_run(program, env))
+            watched.append(_run([sys.executable, "-m", "sdpa_tui", "watch", "--report", report_path, "--", *program],
+                                env))
+        report = json.load(open(report_path))  # the last watched run's
     fwd, bwd = reference(ops)
     rows = compare(report, fwd, bwd)
     print(f"{'signature':<44} {'grad':>4} {'comp':>4} {'backend':<20} {'count w/p':>11} "
@@ -120,15 +124,18 @@ def main() -> int:
               f"{r['watch_count_group']:>5}/{str(r['profiler_count']):<5} {f(r['watch_kernel_us']):>8}/"
               f"{f(r['profiler_kernel_us']):<8} {str(r['time_ok'])[0]:>3} {f(r['watch_backward_us']):>8}/"
               f"{f(r['profiler_backward_us']):<8} {str(r['backward_ok'])[0]:>3} {str(r['kernels_equal'])[0]:>5}")
-    step_plain = min(p["step_ms"] for p in plain)
-    step_watched = watched[0]["step_ms"]
-    print(f"training step: plain {step_plain:.3f} ms (best of 2), watched {step_watched:.3f} ms "
-          f"({(step_watched / step_plain - 1) * 100:+.1f} %)")
+    steps = {}
+    for key in ("step_ms", "late_step_ms"):
+        p, w = statistics.median(r[key] for r in plain), statistics.median(r[key] for r in watched)
+        steps[key] = {"plain": [r[key] for r in plain], "watched": [r[key] for r in watched],
+                      "added_pct": (w / p - 1) * 100}
+        print(f"training {key} ({args.steps} steps, median of {args.rounds} runs each): plain {p:.3f} ms, "
+              f"watched {w:.3f} ms ({steps[key]['added_pct']:+.2f} %)")
     print(f"captures: {report['captures']}; SDPA share of GPU in the profiled windows: {report['sdpa_share_of_gpu']}")
-    print(f"checksums: plain {[p['total'] for p in plain]}, watched {watched[0]['total']}")
-    out = {"rows": rows, "step_ms_plain": [p["step_ms"] for p in plain], "step_ms_watched": step_watched,
+    print(f"checksums: plain {[p['total'] for p in plain]}, watched {[w['total'] for w in watched]}")
+    out = {"rows": rows, "steps": steps, "rounds": args.rounds, "training_steps": args.steps,
            "captures": report["captures"], "sdpa_share_of_gpu": report["sdpa_share_of_gpu"],
-           "totals": {"plain": [p["total"] for p in plain], "watched": watched[0]["total"]},
+           "totals": {"plain": [p["total"] for p in plain], "watched": [w["total"] for w in watched]},
            "report": report, "reference_ops": {"forward": {k: {**v, "ops": sorted(v["ops"])} for k, v in fwd.items()},
                                                "backward": {k: {**v, "ops": sorted(v["ops"])} for k, v in bwd.items()}}}
     Path(args.json).write_text(json.dumps(out, indent=1))

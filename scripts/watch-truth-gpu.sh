@@ -1,14 +1,29 @@
+# On the GPU machine (run from the repo root, carrying .whl and .tfw): watch against torch.profiler.
+# Writes $OUT/res.tgz: the log, benchmarks' JSON, and one watched run's window logs (SDPA_TUI_KEEP_TRACES).
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
 python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1 || echo "transformers install failed"
 export PYTHONPATH=$PWD/.site:$PWD
-mkdir -p $OUT/r
+STEPS=${STEPS:-300}
+ROUNDS=${ROUNDS:-3}
+mkdir -p $OUT/r /tmp/traces
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "transformers", transformers.__version__)'
-echo "=== watch cuda tests"; timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_watch_cuda.py 2>&1 | tail -40
-echo "=== truth"; timeout 400 python3 benchmarks/watch_truth.py --steps 60 --json $OUT/r/watch-truth-h100.json 2>&1 | tail -40
-echo "=== overhead"; timeout 120 python3 benchmarks/watch_overhead.py --device cuda --json $OUT/r/watch-overhead-cuda.json 2>&1 | tail -20
+echo "=== one watched run, its profiler windows kept"
+SDPA_TUI_KEEP_TRACES=/tmp/traces timeout 200 python3 -m sdpa_tui watch --report $OUT/r/watched-run.json -- \
+  python3 tests/watch_programs/truth.py 60
+cat /tmp/traces/windows-*.log
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("captures", d["captures"])
+for c in d["calls"]:
+    print(c["q_shape"], c["kv_shape"], c["mask"]["shape"], "grad" if c["grad"] else "", "compiled" if c["compiled"] else "",
+          c["backend"], "count", c["count"], "fwd", c["kernel_us"], "bwd", (c["backward"] or {}).get("kernel_us"))
+' $OUT/r/watched-run.json
+
+echo "=== truth"; timeout 400 python3 benchmarks/watch_truth.py --steps $STEPS --rounds $ROUNDS --json $OUT/r/watch-truth-h100.json 2>&1 | tail -40
 } 2>&1 | tee $OUT/r/log.txt
 tar czf $OUT/res.tgz -C $OUT r

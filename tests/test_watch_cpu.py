@@ -196,10 +196,78 @@ def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
     assert not bursts.KernelBursts(enabled=False).coverage_open()
 
 
+def test_a_coverage_burst_ends_once_its_signatures_are_covered_a_scheduled_one_runs_its_time():
+    from sdpa_tui.watch import bursts
+
+    coverage = bursts.KernelBursts()
+    coverage.due = True
+    coverage.start()
+    assert coverage.active
+    coverage.calls = bursts.MIN_BURST_CALLS - 1
+    assert not coverage.should_stop(covered=True), "fewer calls than a burst's least"
+    coverage.calls = bursts.MIN_BURST_CALLS
+    assert coverage.should_stop(covered=True)
+    assert not coverage.should_stop(covered=False), "a signature in it still wants samples: the burst goes on"
+    coverage.stop()
+    assert coverage.captures.count == 1 and not coverage.captures.failures
+
+    scheduled = bursts.KernelBursts()
+    scheduled.arm()
+    scheduled._origin -= bursts.SCHEDULE_S[0]
+    assert scheduled.poll()
+    scheduled.start()
+    scheduled.calls = bursts.MIN_BURST_CALLS
+    assert not scheduled.should_stop(covered=True), "the schedule's burst samples the program for BURST_S"
+    scheduled._started -= bursts.BURST_S
+    assert scheduled.should_stop(covered=True)
+    scheduled.stop()
+
+
+def test_no_window_starts_before_the_last_one_is_exported(monkeypatch):
+    """A Kineto result exported after the next session started comes back untimed (H100, torch 2.11)."""
+    from sdpa_tui.watch import bursts
+
+    windows = bursts.KernelBursts()
+    windows.due = True
+    windows.start()
+    windows.calls = bursts.MIN_BURST_CALLS
+    windows.stop()
+    assert windows.finished and windows.stopped.is_set(), "the background thread is woken to export it"
+    windows._ended -= bursts.COVERAGE_GAP * bursts.BURST_S + 1
+    windows.due = True
+    windows.start()
+    assert not windows.active and windows.due, "still unexported: the window stays due"
+    exported = []
+    monkeypatch.setattr(bursts, "export_and_read", lambda profiler, done: (exported.append(profiler), done()))
+    stopped = windows.finished[0]
+    windows.read_next()
+    assert exported == [stopped] and not windows.finished
+    windows.start()
+    assert windows.active, "exported: the due window starts"
+    windows.stop()
+
+
+def test_a_window_that_cannot_start_is_counted_as_failed(monkeypatch):
+    from torch.profiler import profile
+
+    from sdpa_tui.watch import bursts
+
+    def refuse(self):
+        raise RuntimeError("another profiler is running\nsecond line")
+
+    monkeypatch.setattr(profile, "start", refuse)
+    schedule = bursts.KernelBursts()
+    schedule.due = True
+    schedule.start()
+    assert not schedule.active and not schedule.due
+    assert schedule.captures.failures == ["start: RuntimeError: another profiler is running"]
+
+
 def test_alternating_signatures_count_apart_and_a_fork_starts_over():
     import torch
 
-    from sdpa_tui.watch.probe import Probe, make_wrapper
+    from sdpa_tui.watch.fast_path import make_wrapper
+    from sdpa_tui.watch.probe import Probe
 
     probe = Probe(None, kernel_bursts=False)
     sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
@@ -221,7 +289,7 @@ COMPILED_ON_CPU = """
 import json, sys, torch
 import torch.nn.functional as F
 from torch._dynamo.utils import counters
-from sdpa_tui.watch.probe import install
+from sdpa_tui.watch.install import install
 probe = install(None, kernel_bursts=False)
 attend = torch.compile(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True) * 2.0, backend="eager")
 q = torch.randn(2, 2, 16, 8)

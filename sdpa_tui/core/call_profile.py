@@ -13,6 +13,7 @@ profiler records shapes.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,7 @@ class ProfileReading:
     compiled: list[ProfiledCall]  # backend ops with no SDPA op or probe range above them
     compiled_backward: list[ProfiledCall]  # backward backend ops run outside autograd's per-op functions
     gpu_us: float  # every GPU activity of the traced process(es)
+    untimed: int = 0  # GPU activities the profiler gave no timestamps (ts and dur 0): their calls are left out
 
 
 def _complete(trace: dict[str, Any]) -> list[Event]:
@@ -104,7 +106,10 @@ class _Index:
                 self.cpu[(e.get("pid"), e.get("tid"))].append(e)
         for ops in self.cpu.values():
             ops.sort(key=lambda e: (e["ts"], -e["dur"]))
+        self.starts = {thread: [e["ts"] for e in ops] for thread, ops in self.cpu.items()}
         self.gpu_us = sum(float(e["dur"]) for e in gpu)
+        # CUPTI may hand back a whole window's records with no timing (ts = dur = 0): such a call has no time
+        self.untimed = sum(1 for e in gpu if not e["ts"] and not e["dur"])
         # launch time → the activity it launched, per thread, in time order
         self.launched: dict[tuple, list[tuple[float, Event]]] = defaultdict(list)
         for e in gpu:
@@ -113,15 +118,29 @@ class _Index:
                 self.launched[(launch.get("pid"), launch.get("tid"))].append((launch["ts"], e))
         for items in self.launched.values():
             items.sort(key=lambda item: item[0])
+        self.launch_times = {thread: [ts for ts, _ in items] for thread, items in self.launched.items()}
 
     def activities(self, thread: tuple, outer: Event) -> list[Activity]:
         start, end = outer["ts"] - _EPS_US, outer["ts"] + outer["dur"] + _EPS_US
-        found = [e for ts, e in self.launched.get(thread, ()) if start <= ts <= end]
+        items = self.launched.get(thread, [])
+        times = self.launch_times.get(thread, [])
+        found = [e for _, e in items[bisect_left(times, start):bisect_right(times, end)]]
         found.sort(key=lambda e: e["ts"])
         return [Activity(str(e.get("name", "")), float(e["dur"])) for e in found]
 
     def inside(self, thread: tuple, outer: Event) -> list[Event]:
-        return [e for e in self.cpu.get(thread, ()) if e is not outer and _inside(outer, e)]
+        """The thread's CPU events inside ``outer`` (those starting in it, by bisection)."""
+        ops = self.cpu.get(thread, [])
+        starts = self.starts.get(thread, [])
+        lo = bisect_left(starts, outer["ts"] - _EPS_US)
+        hi = bisect_right(starts, outer["ts"] + outer["dur"] + _EPS_US)
+        return [e for e in ops[lo:hi] if e is not outer and _inside(outer, e)]
+
+    def around(self, thread: tuple, inner: Event) -> list[Event]:
+        """The thread's CPU events that started before ``inner`` and contain it."""
+        ops = self.cpu.get(thread, [])
+        hi = bisect_right(self.starts.get(thread, []), inner["ts"] + _EPS_US)
+        return [e for e in ops[:hi] if e is not inner and _inside(e, inner)]
 
 
 def _shapes(op: Event) -> tuple[tuple[tuple[int, ...], ...], str]:
@@ -186,7 +205,8 @@ def read_calls(trace: dict[str, Any], prefix: str, graph_prefix: str = "\0") -> 
     compiled: list[ProfiledCall] = []
     compiled_bwd: list[ProfiledCall] = []
     for thread, ops in index.cpu.items():
-        covered: list[Event] = []  # ranges and SDPA ops whose backend op is already counted
+        covered = _Nest()  # ranges and SDPA ops whose backend op is already counted (and counted backend ops)
+        covered_bwd = _Nest()
         graphs: list[Event] = []
         for e in ops:
             name = str(e.get("name", ""))
@@ -198,10 +218,11 @@ def read_calls(trace: dict[str, Any], prefix: str, graph_prefix: str = "\0") -> 
                 call = ProfiledCall(name, BACKEND_OPS[op["name"]] if op else None, index.activities(thread, e))
                 _attach_backward(call, inner, e, index, backward)
                 ranged.append(call)
-                covered.append(e)
+                covered.push(e)
             elif name == TOP_OP:
-                covered.append(e)
-            elif name in BACKEND_OPS and not any(_inside(c, e) for c in covered):
+                covered.push(e)
+            elif name in BACKEND_OPS and not covered.holds(e):
+                covered.push(e)  # the op may appear nested in itself (a compiled graph's first run): once
                 shapes, dtype = _shapes(e)
                 run = next((g for g in reversed(graphs) if _inside(g, e)), None)
                 call = ProfiledCall(name, BACKEND_OPS[name], index.activities(thread, e), shapes=shapes, dtype=dtype,
@@ -209,14 +230,36 @@ def read_calls(trace: dict[str, Any], prefix: str, graph_prefix: str = "\0") -> 
                                     run=float(run["ts"]) if run else 0.0)
                 _attach_backward(call, index.inside(thread, e), e, index, backward)
                 compiled.append(call)
-            elif name in BACKWARD_OPS and not _under_own_function(index, thread, e):
+            elif name in BACKWARD_OPS and not covered_bwd.holds(e) and not _under_own_function(index, thread, e):
+                covered_bwd.push(e)
                 shapes, dtype = _shapes(e)
                 compiled_bwd.append(ProfiledCall(name, BACKWARD_OPS[name], index.activities(thread, e),
                                                  shapes=shapes, dtype=dtype, cpu_us=float(e["dur"])))
-    return ProfileReading(ranged, compiled, compiled_bwd, index.gpu_us)
+    if index.untimed:  # a window with untimed records gives no call a time (nor, launches untimed, its kernels)
+        ranged, compiled, compiled_bwd = [], [], []
+    return ProfileReading(ranged, compiled, compiled_bwd, index.gpu_us, index.untimed)
+
+
+class _Nest:
+    """Events pushed in start order; ``holds(e)``: is ``e`` inside one of them (nested intervals: a stack)."""
+
+    def __init__(self) -> None:
+        self._open: list[Event] = []
+
+    def _prune(self, ts: float) -> None:
+        while self._open and self._open[-1]["ts"] + self._open[-1]["dur"] + _EPS_US < ts:
+            self._open.pop()
+
+    def push(self, e: Event) -> None:
+        self._prune(e["ts"])
+        self._open.append(e)
+
+    def holds(self, e: Event) -> bool:
+        self._prune(e["ts"])
+        return any(_inside(o, e) for o in self._open)
 
 
 def _under_own_function(index: _Index, thread: tuple, op: Event) -> bool:
     """An eager backward op runs under its own ``…Backward0`` function; a compiled graph's does not."""
     return any(str(e.get("name", "")).startswith(EVALUATE) and "ScaledDotProduct" in str(e.get("name"))
-               and _inside(e, op) for e in index.cpu.get(thread, ()) if e["ts"] <= op["ts"])
+               for e in index.around(thread, op))

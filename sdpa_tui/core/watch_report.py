@@ -186,11 +186,7 @@ class WatchReport:
 def build_report(program: list[str], exit_code: int | None, states: Iterable[ProcessState],
                  duration_s: float, notes: Iterable[str] = ()) -> WatchReport:
     states = list(states)
-    captures = Captures(
-        count=sum(s.captures.count for s in states), profiled_s=sum(s.captures.profiled_s for s in states),
-        stop_s=sum(s.captures.stop_s for s in states), read_s=sum(s.captures.read_s for s in states),
-        gpu_us=sum(s.captures.gpu_us for s in states),
-    )
+    captures = Captures.total(s.captures for s in states)
     return WatchReport(
         program=program, exit_code=exit_code, rows=merge(states, duration_s), duration_s=duration_s,
         compiled=list(dict.fromkeys(c for s in states for c in s.compiled)),

@@ -12,6 +12,7 @@ where the call's work is done on the calling thread.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from .call_signature import CallSignature
 WIRE_VERSION = 2
 READABLE_WIRE_VERSIONS = frozenset({1, WIRE_VERSION})  # 1: before kernel clocks (its event spans are dropped)
 CPU_KERNELS_NOTE = "no GPU kernels on the CPU"
+MAX_FAILURES = 8
 
 
 def _floats(values: Any) -> list[float]:
@@ -96,23 +98,48 @@ class CallStats:
 
 @dataclass
 class Captures:
-    """The profiler windows a process ran: how many, how long they profiled, what stopping them cost."""
+    """The profiler windows a process ran: how many, how long they profiled, what stopping them cost, and
+    what went wrong (a window that could not start, stop or be read; one whose calls showed no GPU work)."""
 
     count: int = 0
     profiled_s: float = 0.0  # the program ran under the profiler this long
     stop_s: float = 0.0  # the calling thread waited this long for the profiler to stop
     read_s: float = 0.0  # the background thread spent this long reading the traces
     gpu_us: float = 0.0  # every GPU activity of the process inside the windows
+    no_gpu: int = 0  # windows whose SDPA calls on CUDA showed no GPU activity at all
+    untimed: int = 0  # windows the profiler returned with GPU records untimed (their calls are left out)
+    failures: list[str] = field(default_factory=list)  # the first MAX_FAILURES, one line each
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        if len(self.failures) < MAX_FAILURES:
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            self.failures.append(f"{what}: {type(exc).__name__}: {first}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"count": self.count, "profiled_s": round(self.profiled_s, 4), "stop_s": round(self.stop_s, 4),
-                "read_s": round(self.read_s, 4), "gpu_us": self.gpu_us}
+                "read_s": round(self.read_s, 4), "gpu_us": self.gpu_us, "no_gpu": self.no_gpu,
+                "untimed": self.untimed, "failures": list(self.failures)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "Captures":
         d = d or {}
         return cls(int(d.get("count", 0)), float(d.get("profiled_s", 0.0)), float(d.get("stop_s", 0.0)),
-                   float(d.get("read_s", 0.0)), float(d.get("gpu_us", 0.0)))
+                   float(d.get("read_s", 0.0)), float(d.get("gpu_us", 0.0)), int(d.get("no_gpu", 0)),
+                   int(d.get("untimed", 0)), [str(f) for f in d.get("failures", ())])
+
+    @classmethod
+    def total(cls, many: Iterable["Captures"]) -> "Captures":
+        out = cls()
+        for c in many:
+            out.count += c.count
+            out.profiled_s += c.profiled_s
+            out.stop_s += c.stop_s
+            out.read_s += c.read_s
+            out.gpu_us += c.gpu_us
+            out.no_gpu += c.no_gpu
+            out.untimed += c.untimed
+            out.failures.extend(c.failures)
+        return out
 
 
 @dataclass

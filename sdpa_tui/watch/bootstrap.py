@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
         if source is None:
             return 2  # python's code for a script it cannot open
     path = os.environ.pop(SOCKET_ENV, None)  # not inherited by the program's own subprocesses
-    from .probe import format_exception, install
+    from .install import format_exception, install
 
     probe = install(StateSender(path) if path else None)
     try:

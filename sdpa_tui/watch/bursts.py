@@ -1,43 +1,39 @@
-"""Each call's kernels and kernel time, from short torch.profiler bursts inside the watched program (CUDA only).
+"""Each call's kernels and kernel time, from short torch.profiler windows ("bursts") inside the watched program.
 
 A profiler must be started on the thread that makes the calls (one started elsewhere
-records nothing of that thread), so the burst starts and stops inside the SDPA wrapper or a
-compiled graph's wrapper; during a burst each SDPA call runs in a ``record_function`` range
-named after its signature, and the GPU work launched inside a range is that call's (read
-from the Chrome trace on the probe's background thread by :mod:`sdpa_tui.core.call_profile`).
+records nothing of that thread), so a window starts and stops inside the SDPA wrapper or a
+compiled graph's wrapper; during a window each SDPA call runs in a ``record_function`` range
+named after its signature, and the GPU work launched inside a range is that call's. A stopped
+window is exported by the probe's background thread at once (no window starts before) and read
+in a helper process (``window_files.py``).
 
-When: a new CUDA signature makes a burst due at once (unless the last ended too recently). A signature with fewer than
-``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its next call starts a burst when the last one
-ended long enough ago (``COVERAGE_GAP``: at least ``MIN_GAP_S``, and four times what the last
-burst cost, so coverage profiles at most a fifth of the time); calls of signatures already
-covered never start one. Then on the schedule below. Kineto's start/stop lines on fd 2 are
-kept off the program's stderr.
+When: a new CUDA signature makes a window due at once (unless the last ended too recently). A
+signature with fewer than ``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its
+next call starts a window when the last one ended long enough ago (``COVERAGE_GAP``: at least
+``MIN_GAP_S``, and four times what the last window cost, so coverage profiles at most a fifth of
+the time); such a window ends once the signatures in it have their samples. Calls of signatures
+already covered never start one. Then on the schedule below. Kineto's start/stop lines on fd 2
+are kept off the program's stderr.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import os
 import tempfile
+import threading
 import time
 
 import torch
 
-from ..core.call_profile import ProfileReading, read_calls
-from ..core.kernel_names import ATTENTION_FAMILIES, identify
-from ..core.trace import kernels_in_ranges
 from ..core.watched_calls import Captures
+from ..core.window_reading import WindowReading
+from .window_files import export_and_read, log
 
-RANGE_PREFIX = "sdpa-tui#"
-GRAPH_PREFIX = "sdpa-tui-graph#"
-FIRST_SUFFIX = "#first"
-COMPILED_PREFIX = "Torch-Compiled Region"
 SCHEDULE_S = (3.0, 30.0)
 """The first bursts come this long after the first CUDA call; then one every ``EVERY_S``."""
 EVERY_S = 300.0
 BURST_S = 0.5
-BURST_CALLS = 200
+BURST_CALLS = 64
 MIN_BURST_CALLS = 16
 """A burst goes on past ``BURST_S`` until this many calls ran in it (a first call may spend the half second
 building its plan), but never past ``MAX_BURST_S``."""
@@ -53,6 +49,8 @@ class KernelBursts:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled  # off: never due (benchmarks of the wrapper's steady state)
         self.due = False
+        self.scheduled_due = False  # the due burst is the schedule's (it runs BURST_S whatever it covers)
+        self._scheduled = False
         self.active = False
         self.calls = 0
         self.captures = Captures()
@@ -63,7 +61,8 @@ class KernelBursts:
         self._ended = float("-inf")
         self._last_cost = 0.0
         self._quick = 0
-        self.finished: list = []  # stopped profilers, read on the background thread
+        self.finished: list = []  # stopped profilers, each popped once exported (the background thread reads them)
+        self.stopped = threading.Event()  # wakes the background thread to export a stopped window at once
 
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
@@ -103,29 +102,38 @@ class KernelBursts:
             return False
         due = self.next_due()
         if due is not None and not self.active and time.monotonic() >= due:
-            self.due = True
+            self.due = self.scheduled_due = True
             self._done += 1
         return self.due
 
     def start(self) -> None:
+        """Start the due window, unless the last one is not exported yet (then it stays due)."""
         from torch.profiler import ProfilerActivity, profile
 
-        self.due = False
+        if self.finished:
+            return
+        self._scheduled, self.due, self.scheduled_due = self.scheduled_due, False, False
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
         profiler = profile(activities=activities, record_shapes=True)
         try:
-            _quiet_fd2(profiler.start)
-        except Exception:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
+            log("start", _quiet_fd2(profiler.start))
+        except Exception as exc:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
+            log(f"start failed: {exc!r}")
+            self.captures.failed("start", exc)
             self._ended = time.monotonic()
             return
         self._profiler, self._started, self.calls, self.active = profiler, time.monotonic(), 0, True
 
-    def should_stop(self) -> bool:
+    def should_stop(self, covered: bool = False) -> bool:
+        """``covered``: every signature that ran in this burst now has its samples (in this burst or before),
+        so a burst started for coverage ends after ``MIN_BURST_CALLS`` calls, not ``BURST_S``."""
         if not self.active:
             return False
         on = time.monotonic() - self._started
-        return self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and self.calls >= MIN_BURST_CALLS)
+        enough = self.calls >= MIN_BURST_CALLS
+        return (self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and enough)
+                or (enough and covered and not self._scheduled))
 
     def stop(self) -> None:
         profiler, self._profiler, self.active = self._profiler, None, False
@@ -136,8 +144,10 @@ class KernelBursts:
         try:
             if torch.cuda.is_initialized():
                 torch.cuda.synchronize()
-            _quiet_fd2(profiler.stop)
-        except Exception:  # noqa: BLE001
+            log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s", _quiet_fd2(profiler.stop))
+        except Exception as exc:  # noqa: BLE001
+            log(f"stop failed: {exc!r}")
+            self.captures.failed("stop", exc)
             return
         finally:
             self._ended = time.monotonic()
@@ -146,10 +156,16 @@ class KernelBursts:
             self.captures.profiled_s += stopping - self._started
             self.captures.stop_s += self._ended - stopping
         self.finished.append(profiler)
+        self.stopped.set()
+
+    def read_next(self) -> WindowReading:
+        """Background thread: export and read the oldest stopped window (``window_files``)."""
+        return export_and_read(self.finished[0], lambda: self.finished.pop(0))
 
 
-def _quiet_fd2(fn) -> None:
-    """Kineto writes ``profiler_start``-style lines to fd 2: keep them out of the program's stderr."""
+def _quiet_fd2(fn) -> list[str]:
+    """Kineto writes ``profiler_start``-style lines to fd 2: keep them out of the program's stderr (they are
+    returned)."""
     saved = os.dup(2)
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 2)
@@ -159,28 +175,12 @@ def _quiet_fd2(fn) -> None:
             os.dup2(saved, 2)
             os.close(saved)
         sink.seek(0)
-        others = [line for line in sink.read().decode(errors="replace").splitlines()
-                  if line.strip() and not _is_profiler_noise(line)]
+        lines = [line for line in sink.read().decode(errors="replace").splitlines() if line.strip()]
+    others = [line for line in lines if not _is_profiler_noise(line)]
     if others:
         os.write(2, ("\n".join(others) + "\n").encode())
+    return [line for line in lines if _is_profiler_noise(line)]
 
 
 def _is_profiler_noise(line: str) -> bool:
     return any(word in line for word in ("profiler_start", "profiler_stop", "USDT", "CUPTI", "Kineto", "kineto"))
-
-
-def read_profile(profiler) -> tuple[ProfileReading, list[str]]:
-    """Every SDPA call of one burst (see :func:`read_calls`), and the attention kernels under compiled regions."""
-    fd, path = tempfile.mkstemp(prefix="sdpa-tui-watch-", suffix=".json")
-    os.close(fd)
-    try:
-        profiler.export_chrome_trace(path)
-        with open(path, encoding="utf-8") as f:
-            trace = json.load(f)
-    finally:
-        os.unlink(path)
-    del profiler
-    gc.collect()  # the profile object sits in a reference cycle holding the whole Kineto result
-    compiled = [k for names in kernels_in_ranges(trace, COMPILED_PREFIX).values() for k in names
-                if identify(k).family in ATTENTION_FAMILIES]
-    return read_calls(trace, RANGE_PREFIX, GRAPH_PREFIX), list(dict.fromkeys(compiled))

@@ -1,16 +1,13 @@
-"""The in-process probe: ``torch.nn.functional.scaled_dot_product_attention`` rebound to a thin wrapper.
+"""The in-process probe: what a watched process knows about its SDPA calls, and its slow path.
 
-Fast path, after a signature's first call: build a key (shapes, dtype, device, mask, scalars,
-autograd, and the flag state's token: see ``flag_state.py``), compare it with the last key seen
-(a dict lookup when it differs), one increment. A signature's first call finds its call site,
-module path, chosen backend and why-not reasons, is timed on the host (plan building,
-autotuning: shown apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each
-call's own kernels are read. Until a signature has ``WANTED_SAMPLES`` profiled calls, its calls
-take the slow path and may start another burst. The first ``MODULE_CALLS`` calls of a signature
-(and calls in bursts) also note the module that made them; on the CPU every ``TIME_EVERY``-th
-call is timed on the host. Under ``torch.compiler.is_compiling()`` (read as its two parts) the
-wrapper only forwards (no graph break): compiled graphs are counted by ``compiled_graphs.py``.
-A background thread sends the state to the parent twice a second.
+The wrapper's fast path (``fast_path.py``) hands a call here when its signature is new, when a
+profiler burst is due or running, or while the signature is still *wanted* (fewer than
+``WANTED_SAMPLES`` profiled calls). A signature's first call finds its call site, module path,
+chosen backend and why-not reasons, is timed on the host (plan building, autotuning: shown
+apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each call's own kernels are
+read. The first ``MODULE_CALLS`` calls of a signature (and calls in bursts) also note the module
+that made them; on the CPU every ``TIME_EVERY``-th call is timed on the host. A background thread
+reads finished bursts and sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import traceback
-import types
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -29,10 +24,10 @@ from torch.autograd.profiler import record_function
 from ..core.call_signature import CallSignature
 from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
 from . import choice, origin
-from .bursts import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX, KernelBursts
+from .bursts import KernelBursts
 from .channel import StateSender
-from .compiled_graphs import watch_graphs
 from .flag_state import FlagState
+from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
 from .profile_readings import Entry, ReadingSink, keep_sample
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
@@ -61,6 +56,7 @@ class Probe:
         self._thread_pid = -1
         self._stop = threading.Event()
         self._last_sent: tuple | None = None
+        self.in_burst: dict[int, int] = {}  # entry index → its calls in the running burst (first calls not counted)
         self.error = ""
 
     @property
@@ -128,6 +124,7 @@ class Probe:
             if bursts.active:
                 bursts.calls += 1
                 first = FIRST_SUFFIX if entry.count == 1 else ""
+                self.in_burst[entry.index] = self.in_burst.get(entry.index, 0) + (not first)
                 with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
                     return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
         return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
@@ -152,14 +149,20 @@ class Probe:
         """On the calling thread: start a due burst, stop a finished one."""
         bursts = self.bursts
         if bursts.active:
-            if bursts.should_stop():
+            if bursts.should_stop(self.covered()):
                 bursts.stop()
                 self.special = bursts.due
         elif bursts.due:
+            self.in_burst.clear()
             bursts.start()
             self.special = bursts.active
         else:
             self.special = False
+
+    def covered(self) -> bool:
+        """Does every signature that ran in this burst have its samples, counting this burst's calls?"""
+        entries = self.entries
+        return all(entries[i].profiled + n >= entries[i].needed for i, n in list(self.in_burst.items()))
 
     def graph_run(self, entries: list[Entry], compiled, args, kwargs):
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
@@ -172,6 +175,8 @@ class Probe:
             self.burst_tick()
             if bursts.active:
                 bursts.calls += 1
+                for e in entries:
+                    self.in_burst[e.index] = self.in_burst.get(e.index, 0) + 1
                 with record_function(f"{GRAPH_PREFIX}{entries[0].index}"):
                     return compiled(*args, **kwargs)
         return compiled(*args, **kwargs)
@@ -185,7 +190,12 @@ class Probe:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(SEND_EVERY_S):
+        stopped = self.bursts.stopped  # a stopped window is exported at once: the next may not start before
+        while not self._stop.is_set():
+            stopped.wait(SEND_EVERY_S)
+            stopped.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.flag_state.refresh()  # a change made other than through torch's setters
                 self.collect()
@@ -197,8 +207,16 @@ class Probe:
 
     def collect(self) -> None:
         """Read finished profiler bursts."""
-        while self.bursts.finished:
-            self.sink.read(self.bursts.finished.pop(0), self.bursts.captures)
+        bursts = self.bursts
+        while bursts.finished:
+            t0, head = time.monotonic(), bursts.finished[0]
+            try:
+                self.sink.apply_window(bursts.read_next(), bursts.captures)
+            except Exception as exc:  # noqa: BLE001 - said in the report; the next window is read
+                if bursts.finished and bursts.finished[0] is head:
+                    bursts.finished.pop(0)
+                bursts.captures.failed("read", exc)
+            bursts.captures.read_s += time.monotonic() - t0
 
     def state(self, final: bool = False) -> ProcessState:
         calls = [entry.snapshot() for entry in list(self.entries)]
@@ -223,6 +241,7 @@ class Probe:
         """At the program's end (or crash): last burst stopped and read, the final state sent."""
         self.error = error
         self._stop.set()
+        self.bursts.stopped.set()
         thread = self._thread
         if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
@@ -245,99 +264,7 @@ class Probe:
         self._thread_pid = -1
         self._stop = threading.Event()
         self._last_sent = None
+        self.in_burst = {}
         self.flag_state.after_fork_in_child()
         if self.sender is not None:
             self.sender.reset_after_fork()
-
-
-def make_wrapper(original, probe: Probe):
-    """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``.
-
-    The key is the cheapest that decides the backend: the three ``torch.Size`` objects, dtype,
-    device, the mask's dtype and shape, the scalar arguments, whether autograd records the
-    call, and the flag state's token (an int, refreshed only when flags or priority change).
-    """
-    table = probe.table  # cleared in place after a fork, never replaced
-    last_hit = probe.last_hit  # likewise
-    flag_state = probe.flag_state
-    # ``torch.compiler.is_compiling()``, cheaper: Dynamo folds ``is_dynamo_compiling()`` to True while it
-    # traces (the flag is then never read, so no guard on it); export and make_fx set the flag.
-    dynamo_compiling = torch.compiler.is_dynamo_compiling
-    compiler = torch.compiler
-    if not hasattr(compiler, "_is_compiling_flag"):  # a torch without the flag: the public check alone
-        dynamo_compiling, compiler = torch.compiler.is_compiling, types.SimpleNamespace(_is_compiling_flag=False)
-    grad_enabled = torch.is_grad_enabled
-    mask_bits = TIME_EVERY - 1
-
-    def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                     scale=None, enable_gqa=False):
-        if dynamo_compiling() or compiler._is_compiling_flag:
-            return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        try:
-            signature = (
-                query.shape, key.shape, value.shape, query.dtype, query.device,
-                None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
-                is_causal, dropout_p, scale, enable_gqa,
-                grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
-                flag_state.token,
-            )
-            hit = last_hit[0]
-            if hit[0] == signature:
-                entry = hit[1]
-            else:
-                entry = table.get(signature)
-                if entry is not None:
-                    last_hit[0] = (signature, entry)
-        except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
-            return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        if entry is None or probe.special or entry.wanted:
-            return probe.slow_call(signature, entry, original, query, key, value, attn_mask, dropout_p, is_causal,
-                                   scale, enable_gqa)
-        count = entry.count = entry.count + 1
-        if count <= MODULE_CALLS or count & mask_bits == 0:
-            return probe.sampled_call(entry, original, query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                      enable_gqa)
-        if scale is None and not enable_gqa:  # fewer keywords for torch's argument parser to read
-            return original(query, key, value, attn_mask, dropout_p, is_causal)
-        return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-
-    scaled_dot_product_attention.__doc__ = original.__doc__
-    scaled_dot_product_attention.__wrapped__ = original
-    return scaled_dot_product_attention
-
-
-def _watch_compile(probe: Probe) -> None:
-    """Record what ``torch.compile`` is given (its graphs are counted by ``compiled_graphs``)."""
-    compile_ = torch.compile
-
-    def compile(model=None, **kwargs):  # noqa: A001 - torch's name
-        if model is None:  # used as @torch.compile(...)
-            return lambda fn: compile(fn, **kwargs)
-        name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
-        probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
-        return compile_(model, **kwargs)
-
-    compile.__doc__ = compile_.__doc__
-    compile.__wrapped__ = compile_
-    torch.compile = compile
-
-
-def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
-    """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
-    import torch.nn.functional as F
-
-    probe = Probe(sender, kernel_bursts)
-    probe.original = F.scaled_dot_product_attention
-    F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
-    probe.flag_state.watch_setters()
-    _watch_compile(probe)
-    watch_graphs(probe)
-    os.register_at_fork(after_in_child=probe.after_fork_in_child)
-    return probe
-
-
-def format_exception(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-
-
-__all__ = ["Probe", "install", "make_wrapper", "format_exception"]

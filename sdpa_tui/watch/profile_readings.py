@@ -1,6 +1,6 @@
 """The probe's signatures (entries) and what the profiler bursts tell about each: kernels, time, backward.
 
-A burst's trace is read on the probe's background thread (:func:`bursts.read_profile`): a
+A window's trace is read in a helper process (:mod:`window_files`); the reading says: a
 call the wrapper ran in a range ``sdpa-tui#<index>`` belongs to that entry (``…#first``: the
 signature's first call, whose kernels are kept but whose time is not a sample); a backend op
 in a compiled graph belongs to the compiled entry with the same q, k, v shapes and dtype.
@@ -8,10 +8,10 @@ in a compiled graph belongs to the compiled entry with the same q, k, v shapes a
 
 from __future__ import annotations
 
-import time
-
 from ..core.call_profile import ProfiledCall, ProfileReading
 from ..core.watched_calls import BackwardStats, Captures, CallStats
+from ..core.window_reading import FIRST_SUFFIX, WindowReading
+
 
 MAX_SAMPLES = 256
 WANTED_SAMPLES = 8
@@ -41,6 +41,11 @@ class Entry:
         self.wanted = profiling and (cuda or stats.compiled)
         self.profiled = 0
         self.group: list[Entry] = [self]  # a compiled graph's entries run together
+
+    @property
+    def needed(self) -> int:
+        """Profiled calls that cover this signature."""
+        return WANTED_SAMPLES if self.cuda else 1
 
     @property
     def wanted_any(self) -> bool:
@@ -80,25 +85,31 @@ class ReadingSink:
         self.entries.append(entry)
         return entry
 
-    def read(self, profiler, captures: Captures) -> None:
-        from .bursts import read_profile  # imports torch.profiler's reader only when a burst ran
-
-        t0 = time.monotonic()
-        reading, compiled_kernels = read_profile(profiler)
+    def apply_window(self, window: WindowReading, captures: Captures) -> None:
+        """What one profiler window says of each entry; the window's GPU time and trouble to ``captures``."""
+        reading = window.reading
+        if reading.untimed:
+            captures.untimed += 1
+        cuda = [call for call in reading.ranged if (entry := self._entry(call)) is not None and entry.cuda]
+        if cuda and not any(call.activities for call in cuda):
+            captures.no_gpu += 1
         self.apply(reading)
-        self.compiled_kernels.extend(k for k in compiled_kernels if k not in self.compiled_kernels)
+        self.compiled_kernels.extend(k for k in window.compiled_kernels if k not in self.compiled_kernels)
         captures.gpu_us += reading.gpu_us
-        captures.read_s += time.monotonic() - t0
         self.readings += 1
+
+    def _entry(self, call: ProfiledCall) -> Entry | None:
+        """The entry of a call the probe ran in a range ``sdpa-tui#<index>[#first]``."""
+        try:
+            return self.entries[int(call.name.split("#")[1])]
+        except (IndexError, ValueError):
+            return None
 
     def apply(self, reading: ProfileReading) -> None:
         for call in reading.ranged:
-            name = call.name.split("#")
-            try:
-                entry = self.entries[int(name[1])]
-            except (IndexError, ValueError):
-                continue
-            self._add(entry, call, first=len(name) > 2)
+            entry = self._entry(call)
+            if entry is not None:
+                self._add(entry, call, first=call.name.endswith(FIRST_SUFFIX))
         compiled = [e for e in self.entries if e.stats.compiled]
         seen: dict[tuple, int] = {}  # (graph run, shapes) → ops of those shapes in that run so far
         for call in reading.compiled:
@@ -142,7 +153,7 @@ class ReadingSink:
                           _names(ProfiledCall("", None, call.backward)))
         if not first:
             entry.profiled += 1
-        if entry.profiled >= (WANTED_SAMPLES if entry.cuda else 1):
+        if entry.profiled >= entry.needed:
             entry.wanted = False
 
 

@@ -98,6 +98,13 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    captures = report.captures
+    if captures.untimed:
+        lines.append(f"{captures.untimed} profiler window(s) came back with GPU records untimed: their calls are "
+                     "left out")
+    if captures.no_gpu:
+        lines.append(f"{captures.no_gpu} profiler window(s) saw the SDPA calls but no GPU activity")
+    lines.extend(f"profiler window failed: {failure}" for failure in captures.failures)
     if report.compiled:
         lines.append(f"compiled: {', '.join(report.compiled)} — {NOT_INTERCEPTED_NOTE}")
     if not report.rows:

@@ -1,0 +1,48 @@
+"""Watching a process: SDPA rebound to the wrapper, ``torch.compile`` and compiled graphs hooked, forks followed."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import torch
+
+from . import origin
+from .channel import StateSender
+from .compiled_graphs import watch_graphs
+from .fast_path import make_wrapper
+from .probe import Probe
+
+
+def _watch_compile(probe: Probe) -> None:
+    """Record what ``torch.compile`` is given (its graphs are counted by ``compiled_graphs``)."""
+    compile_ = torch.compile
+
+    def compile(model=None, **kwargs):  # noqa: A001 - torch's name
+        if model is None:  # used as @torch.compile(...)
+            return lambda fn: compile(fn, **kwargs)
+        name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__qualname__", repr(model))
+        probe.compiled.append(f"{name} (compiled at {origin.call_site(origin.caller_frame(1))})")
+        return compile_(model, **kwargs)
+
+    compile.__doc__ = compile_.__doc__
+    compile.__wrapped__ = compile_
+    torch.compile = compile
+
+
+def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
+    """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
+    import torch.nn.functional as F
+
+    probe = Probe(sender, kernel_bursts)
+    probe.original = F.scaled_dot_product_attention
+    F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
+    probe.flag_state.watch_setters()
+    _watch_compile(probe)
+    watch_graphs(probe)
+    os.register_at_fork(after_in_child=probe.after_fork_in_child)
+    return probe
+
+
+def format_exception(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
