@@ -24,6 +24,11 @@ for c in d["calls"]:
           c["backend"], "count", c["count"], "fwd", c["kernel_us"], "bwd", (c["backward"] or {}).get("kernel_us"))
 ' $OUT/r/watched-run.json
 
+echo "=== CUPTI left attached (TEARDOWN_CUPTI=0) against detached after each window (watch's default)"
+for t in 0 1; do
+  TEARDOWN_CUPTI=$t timeout 200 python3 -m sdpa_tui watch --report /tmp/t$t.json -- python3 tests/watch_programs/truth.py $STEPS 2>/dev/null | tail -1 | sed "s/^/TEARDOWN_CUPTI=$t watched: /"
+done
+timeout 200 python3 tests/watch_programs/truth.py $STEPS | tail -1 | sed "s/^/plain: /"
 echo "=== truth"; timeout 400 python3 benchmarks/watch_truth.py --steps $STEPS --rounds $ROUNDS --json $OUT/r/watch-truth-h100.json 2>&1 | tail -40
 } 2>&1 | tee $OUT/r/log.txt
 tar czf $OUT/res.tgz -C $OUT r

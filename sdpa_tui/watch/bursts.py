@@ -39,7 +39,7 @@ MIN_BURST_CALLS = 16
 building its plan), but never past ``MAX_BURST_S``."""
 MAX_BURST_S = 3.0
 MIN_GAP_S = 0.5
-QUICK_GAP_S = 0.05
+QUICK_GAP_S = 0.25
 QUICK_BURSTS = 16
 COVERAGE_GAP = 4.0
 """A coverage burst waits this many times the last burst's cost (profiled time and stop) after it."""
