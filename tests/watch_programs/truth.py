@@ -5,7 +5,7 @@ causal batch and on a padded batch, then training steps; a head-dim-256 call ins
 ``sdpa_kernel([EFFICIENT, MATH])``; a ``torch.compile``'d attention block, forward and backward.
 Prints one JSON line: the median training step time (ms, synchronised; all steps but two, and the second
 half alone) and a checksum of the outputs.
-With ``SDPA_TUI_TEST_PROFILE=path`` the whole run is under torch.profiler and every SDPA op it saw (name,
+With ``SDPA_TUI_TEST_STEPS=path`` every step's time goes to ``path``. With ``SDPA_TUI_TEST_PROFILE=path`` the whole run is under torch.profiler and every SDPA op it saw (name,
 input shapes, its kernels and their summed time, by torch's own attribution) is written to ``path``.
 """
 
@@ -106,6 +106,9 @@ if path:
         json.dump(profiled_ops(prof), f)
 else:
     times, total = run(model, steps)
+if os.environ.get("SDPA_TUI_TEST_STEPS"):  # every step's time (benchmarks/watch_step_cost.py)
+    with open(os.environ["SDPA_TUI_TEST_STEPS"], "w") as f:
+        json.dump(times, f)
 # the median step, and the median of the second half (after watch's coverage bursts of the first steps)
 print(json.dumps({"step_ms": statistics.median(times[2:]), "late_step_ms": statistics.median(times[len(times) // 2:]),
                   "total": total}))
