@@ -65,7 +65,9 @@ def main() -> int:
         for r in range(args.rounds):
             names = list(table) if r % 2 == 0 else list(table)[::-1]
             for name in names:
-                times.setdefault(name, []).append(run(*table[name], os.path.join(tmp, "steps.json")))
+                steps = run(*table[name], os.path.join(tmp, "steps.json"))
+                times.setdefault(name, []).append(steps)
+                print(f"round {r}: {name}: median step {statistics.median(steps[2:]):.3f} ms", flush=True)
 
     def median(name: str, late: bool) -> float:
         return statistics.median(statistics.median(t[len(t) // 2:] if late else t[2:]) for t in times[name])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +27,10 @@ from screenshots import wait_until  # noqa: E402
 
 async def shoot(device: str, out: Path, tag: str, size: tuple[int, int]) -> list[Path]:
     log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "steady.log")
-    watched = WatchedProgram([sys.executable, str(ROOT / "tests/watch_programs/steady.py"), "90", device])
+    os.chdir(ROOT)  # the banner shows the command as a user types it: no machine's paths in the picture
+    python = shutil.which("python3")
+    python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
+    watched = WatchedProgram([python, "tests/watch_programs/steady.py", "90", device])
     saved = []
     with open(log_path, "ab", buffering=0) as log:
         watched.log_to(log)
