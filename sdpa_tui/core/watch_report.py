@@ -14,6 +14,7 @@ from typing import Any
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
 from .module_paths import collapse
+from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
 from .watched_calls import Captures, CallStats, ProcessState
 
@@ -78,6 +79,12 @@ class CallRow:
     share: float | None = None  # of the program's SDPA time (forward and backward), by count × median
     share_of_gpu: float | None = None  # of all the program's GPU time in the profiled windows
     calls_per_s: float | None = None
+    per_rank: dict[int, RankCell] = field(default_factory=dict)  # distributed jobs: each rank's part
+    rank_note: str = ""  # a rank that ran another backend or whose time is off the others'
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return tuple(self.per_rank)
 
     @property
     def time_us(self) -> float | None:
@@ -102,6 +109,8 @@ class CallRow:
             "host_us": _summary_dict(self.host_us), "kernels": list(self.kernels),
             "backward": self.backward.to_dict() if self.backward else None,
             "share": self.share, "share_of_gpu": self.share_of_gpu, "pids": list(self.pids),
+            "ranks": list(self.ranks), "per_rank": {str(r): c.to_dict() for r, c in self.per_rank.items()},
+            "rank_note": self.rank_note or None,
         }
 
 
@@ -117,10 +126,10 @@ def _backward(items: list[CallStats]) -> BackwardRow | None:
 def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> list[CallRow]:
     """Rows, one per signature (eager and compiled apart), summed over processes, the busiest share first."""
     states = list(states)
-    grouped: dict[tuple[CallSignature, bool], list[tuple[int, CallStats]]] = {}
+    grouped: dict[tuple[CallSignature, bool], list[tuple[ProcessState, CallStats]]] = {}
     for state in states:
         for stats in state.calls:
-            grouped.setdefault((stats.signature, stats.compiled), []).append((state.pid, stats))
+            grouped.setdefault((merge_key(stats.signature, state), stats.compiled), []).append((state, stats))
     profiled_gpu_us = sum(s.captures.gpu_us for s in states)
     rows = []
     for (signature, compiled), items in grouped.items():
@@ -135,12 +144,13 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             why_not=dict(first.why_not), kernel_us=Summary.of(x for st in stats for x in st.kernel_us),
             host_us=Summary.of(x for st in stats for x in st.host_us),
             kernels=tuple(next((st.kernels for st in stats if st.kernels), ())),
-            pids=tuple(sorted({pid for pid, _ in items})), first_call_us=max(firsts) if firsts else None,
+            pids=tuple(sorted({state.pid for state, _ in items})), first_call_us=max(firsts) if firsts else None,
             backward=_backward(stats), modules=tuple(collapse(m for st in stats for m in st.modules)),
             compiled=compiled, count_exact=all(st.count_exact for st in stats),
             compiled_fn=first.compiled_fn, eager_backend=first.eager_backend,
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
-            calls_per_s=count / elapsed_s if elapsed_s else None,
+            calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
+            rank_note=rank_note(cells),
         ))
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
     if total > 0:
@@ -187,10 +197,19 @@ def build_report(program: list[str], exit_code: int | None, states: Iterable[Pro
                  duration_s: float, notes: Iterable[str] = ()) -> WatchReport:
     states = list(states)
     captures = Captures.total(s.captures for s in states)
+    # the traceback of the process that failed first-hand before those ended because of it (SIGTERM)
+    failed = sorted((s for s in states if s.error), key=lambda s: not s.error.startswith("Traceback"))
+    errors = [s.error for s in failed]
+    others = [f"{_who(s)}: {s.error.strip().splitlines()[-1]}" for s in failed[1:]]
     return WatchReport(
         program=program, exit_code=exit_code, rows=merge(states, duration_s), duration_s=duration_s,
         compiled=list(dict.fromkeys(c for s in states for c in s.compiled)),
         compiled_kernels=list(dict.fromkeys(k for s in states for k in s.compiled_kernels)),
         kernels_note=next((s.kernels_note for s in states if s.kernels_note), ""),
-        error=next((s.error for s in states if s.error), ""), notes=list(notes), captures=captures,
+        error=errors[0] if errors else "", notes=[*notes, *others], captures=captures,
     )
+
+
+def _who(state: ProcessState) -> str:
+    return f"rank {state.rank} (pid {state.pid})" if state.rank is not None else f"pid {state.pid}"
+

@@ -155,13 +155,16 @@ class ProcessState:
     error: str = ""  # the traceback of an uncaught exception
     time_s: float = 0.0
     captures: Captures = field(default_factory=Captures)
+    rank: int | None = None  # the process's rank in a distributed job (RANK, or torch.distributed's), if any
+    local_rank: int | None = None
+    host: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "v": WIRE_VERSION, "pid": self.pid, "calls": [c.to_dict() for c in self.calls],
             "compiled": list(self.compiled), "compiled_kernels": list(self.compiled_kernels),
             "kernels_note": self.kernels_note, "final": self.final, "error": self.error, "time_s": self.time_s,
-            "captures": self.captures.to_dict(),
+            "captures": self.captures.to_dict(), "rank": self.rank, "local_rank": self.local_rank, "host": self.host,
         }
 
     @classmethod
@@ -173,5 +176,10 @@ class ProcessState:
             compiled=list(d.get("compiled", ())), compiled_kernels=list(d.get("compiled_kernels", ())),
             kernels_note=str(d.get("kernels_note", "")), final=bool(d.get("final", False)),
             error=str(d.get("error", "")), time_s=float(d.get("time_s", 0.0)),
-            captures=Captures.from_dict(d.get("captures")),
+            captures=Captures.from_dict(d.get("captures")), rank=_int_or_none(d.get("rank")),
+            local_rank=_int_or_none(d.get("local_rank")), host=str(d.get("host") or ""),
         )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

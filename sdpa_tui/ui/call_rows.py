@@ -13,8 +13,8 @@ from ..core.call_signature import dtype_name
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 from ..core.watched_calls import CPU_KERNELS_NOTE
 from ..watch.tables import (
-    backend_cell, backward_cell, count_cell, first_call_cell, kernels_cell, modules_cell, share_cell, summary_cell,
-    time_cell,
+    backend_cell, backward_cell, count_cell, first_call_cell, kernels_cell, modules_cell, per_rank_lines, share_cell,
+    summary_cell, time_cell,
 )
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -100,7 +100,9 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
     if row.share_of_gpu is not None:
         lines.append(f"share   {share_cell(row)} of the program's GPU time in the profiled windows")
-    if row.pids and len(row.pids) > 1:
+    if row.per_rank:
+        lines += ["", *per_rank_lines(row)]
+    elif row.pids and len(row.pids) > 1:
         lines.append(f"pids    {', '.join(str(p) for p in row.pids)}")
     if report.compiled:
         lines += ["", f"compiled: {', '.join(report.compiled)}", NOT_INTERCEPTED_NOTE]

@@ -38,10 +38,11 @@ def main(argv: list[str]) -> int:
         source = _read_script(argv[0], name)
         if source is None:
             return 2  # python's code for a script it cannot open
-    path = os.environ.pop(SOCKET_ENV, None)  # not inherited by the program's own subprocesses
-    from .install import format_exception, install
+    path = os.environ.get(SOCKET_ENV)  # inherited: the program's own Python processes are watched too
+    from .install import flush_on_sigterm, format_exception, install
 
     probe = install(StateSender(path) if path else None)
+    flush_on_sigterm(probe)
     try:
         if argv[0] == "-m":
             sys.argv = ["-m", *argv[2:]]  # python's while the module is looked up; then its file

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 
 import torch
@@ -41,10 +42,16 @@ def cupti_teardown() -> None:
         os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 
+_installed: list[Probe] = []
+
+
 def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
-    """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper)."""
+    """Rebind SDPA in ``torch.nn.functional`` (callers that look it up at call time see the wrapper). Once
+    per process: the program's bootstrap and the start-up hook (``startup.py``) get the same probe."""
     import torch.nn.functional as F
 
+    if _installed:
+        return _installed[0]
     if kernel_bursts:
         cupti_teardown()
     probe = Probe(sender, kernel_bursts)
@@ -54,8 +61,28 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     _watch_compile(probe)
     watch_graphs(probe)
     os.register_at_fork(after_in_child=probe.after_fork_in_child)
+    _installed.append(probe)
     return probe
 
 
 def format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def flush_on_sigterm(probe: Probe) -> None:
+    """A scheduler's SIGTERM (torchrun ends the other ranks so when one fails) would end the process
+    before its last state is sent: send it, then die of the signal as before. Only where the program
+    left SIGTERM to its default (its own handler is never replaced), and only from the main thread."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_term(signum, frame):
+            probe.finish("terminated by SIGTERM")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # not the main thread: the periodic sends are what is left
+        pass
+

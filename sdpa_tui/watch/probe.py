@@ -29,6 +29,7 @@ from .channel import StateSender
 from .flag_state import FlagState
 from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
 from .profile_readings import Entry, ReadingSink, keep_sample
+from .ranks import RankInfo
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -57,6 +58,8 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent: tuple | None = None
         self.in_burst: dict[int, int] = {}  # entry index → its calls in the running burst (first calls not counted)
+        self.rank = RankInfo()
+        self._finished_pid = -1
         self.error = ""
 
     @property
@@ -83,6 +86,7 @@ class Probe:
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = self.sink.add(stats, q.device.type == "cuda")
+            self.rank.refresh()  # a spawned rank's group may be gone by the time its last state is sent
             self.table[key] = entry
             # Torch may set its priority order at the first choice: the same call, keyed on the new state.
             token = self.flag_state.refresh()
@@ -219,27 +223,35 @@ class Probe:
             bursts.captures.read_s += time.monotonic() - t0
 
     def state(self, final: bool = False) -> ProcessState:
+        self.rank.refresh()
         calls = [entry.snapshot() for entry in list(self.entries)]
         cuda_seen = any(e.cuda for e in self.entries)
         note = "" if cuda_seen or not self.entries else CPU_KERNELS_NOTE
         return ProcessState(
             pid=os.getpid(), calls=calls, compiled=list(self.compiled),
             compiled_kernels=list(self.sink.compiled_kernels), kernels_note=note, final=final, error=self.error,
-            time_s=time.time(), captures=replace(self.bursts.captures),
+            time_s=time.time(), captures=replace(self.bursts.captures), rank=self.rank.rank,
+            local_rank=self.rank.local_rank, host=self.rank.host,
         )
 
     def send(self, final: bool = False) -> None:
         if self.sender is None:
             return
-        fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error)
+        self.rank.refresh()
+        fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error,
+                       self.rank.rank)
         if not final and fingerprint == self._last_sent:
             return
         self._last_sent = fingerprint
         self.sender.send(self.state(final))
 
     def finish(self, error: str = "") -> None:
-        """At the program's end (or crash): last burst stopped and read, the final state sent."""
-        self.error = error
+        """At the program's end (or crash): last burst stopped and read, the final state sent. Once: the
+        bootstrap and the start-up hook's ``atexit`` may both call it."""
+        self.error = error or self.error
+        if self._finished_pid == os.getpid():
+            return
+        self._finished_pid = os.getpid()
         self._stop.set()
         self.bursts.stopped.set()
         thread = self._thread
@@ -265,6 +277,7 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent = None
         self.in_burst = {}
+        self.rank = RankInfo()
         self.flag_state.after_fork_in_child()
         if self.sender is not None:
             self.sender.reset_after_fork()

@@ -7,6 +7,7 @@ on stdin), so Ctrl+C can stop it and every process it started.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
 from .channel import SOCKET_ENV, StateListener
+from .startup import HOOK_DIR
 
 STOP_GRACE_S = 5.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -48,7 +50,10 @@ def child_command(program: list[str], module: str | None = None) -> list[str]:
         return [sys.executable, *options, "-m", "sdpa_tui.watch.bootstrap", "--as", head, *rest]
     if head.endswith(".py"):
         return bootstrap + program
-    raise CommandError(f"watch runs Python programs (python script.py, script.py, -m module); got {head!r}")
+    if shutil.which(head) is None:
+        raise CommandError(f"{head}: command not found (watch runs python script.py, script.py, -m module, "
+                           "or a launcher such as torchrun)")
+    return list(program)  # a launcher (torchrun, a shell script): its Python processes are watched by the hook
 
 
 class WatchedProgram:
@@ -91,7 +96,8 @@ class WatchedProgram:
         env = dict(os.environ)
         env.update(self._extra_env)
         env[SOCKET_ENV] = self.listener.path
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        # the hook's sitecustomize watches every Python process the program starts (startup.py)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, _PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
         stdin = self._in if self._in is not None else None
         own_group = not (stdin is None and sys.stdin is not None and sys.stdin.isatty())
         self.started = time.monotonic()
@@ -174,6 +180,6 @@ class WatchedProgram:
         notes.append(
             "calls made through torch.nn.functional.scaled_dot_product_attention looked up at call time are "
             "counted; names bound before the program started and calls from C++ (nn.MultiheadAttention's fast "
-            "path, compiled graphs) are not; processes started with spawn are not watched"
+            "path) are not; every Python process the program starts is watched (fork, spawn, subprocess, torchrun)"
         )
         return build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)

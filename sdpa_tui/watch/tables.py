@@ -71,15 +71,40 @@ def kernels_cell(row: CallRow, note: str = "") -> str:
     return note or ("not profiled yet" if row.signature.device.startswith("cuda") else "—")
 
 
+def ranks_cell(row: CallRow) -> str:
+    """``0-3`` / ``0,2`` and, when a rank stands out, a mark (the note says which and how)."""
+    ranks = list(row.ranks)
+    if not ranks:
+        return "—"
+    text = f"{ranks[0]}-{ranks[-1]}" if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2 else \
+        ",".join(map(str, ranks))
+    return text + (" !" if row.rank_note else "")
+
+
+def per_rank_lines(row: CallRow) -> list[str]:
+    lines = []
+    for rank, cell in row.per_rank.items():
+        time = f"{us(cell.kernel_us.median)} kernels" if cell.kernel_us else (
+            f"{us(cell.host_us.median)} cpu" if cell.host_us else "no time yet")
+        backend = backend_label(cell.backend) if cell.backend else "?"
+        lines.append(f"rank {rank} ({', '.join(cell.devices)}): {cell.count:,} calls, {backend}, {time}")
+    if row.rank_note:
+        lines.append(f"ranks differ: {row.rank_note}")
+    return lines
+
+
 def calls_table(report: WatchReport) -> Table:
     table = Table(title=f"SDPA calls of {' '.join(report.program)}", title_justify="left")
     right = ("count", "GPU share", "fwd time", "bwd time", "first call")
-    for name in ("call", "site", "modules", "count", "GPU share", "backend", "fwd time", "bwd time", "first call",
-                 "kernels"):
+    ranked = any(row.ranks for row in report.rows)
+    names = ["call", "site", "modules", *(["ranks"] if ranked else []), "count", "GPU share", "backend", "fwd time",
+             "bwd time", "first call", "kernels"]
+    for name in names:
         table.add_column(name, justify="right" if name in right else "left")
     for row in report.rows:
         table.add_row(
             row.signature.describe() + (" [compiled]" if row.compiled else ""), row.site, modules_cell(row),
+            *([ranks_cell(row)] if ranked else []),
             count_cell(row), share_cell(row), backend_cell(row), time_cell(row), backward_cell(row),
             first_call_cell(row), kernels_cell(row, report.kernels_note),
         )

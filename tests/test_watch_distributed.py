@@ -1,0 +1,90 @@
+"""``sdpa-tui watch`` on a distributed job (CPU, gloo): every rank is watched, rows say which ranks made them.
+
+The ranks are fresh interpreters (torchrun's workers, ``torch.multiprocessing.spawn`` children): the
+start-up hook on their ``PYTHONPATH`` watches them (``sdpa_tui/watch/startup.py``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from test_watch_cpu import PROGRAMS, watch
+
+pytest.importorskip("torch.distributed")
+TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone")
+
+
+def rows(report: dict) -> dict[tuple, dict]:
+    return {(tuple(c["q_shape"]), tuple(c["kv_shape"])): c for c in report["calls"]}
+
+
+def test_every_rank_of_a_torchrun_job_is_watched_and_rows_say_which_ranks(tmp_path):
+    proc, report = watch(tmp_path, *TORCHRUN, str(PROGRAMS / "ranks.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(line for line in proc.stdout.splitlines() if line.endswith(" done")) == ["rank 0 done", "rank 1 done"]
+    by_shape = rows(report)
+    assert set(by_shape) == {((1, 2, 16, 8), (1, 2, 16, 8)), ((1, 2, 16, 8), (1, 2, 32, 8))}, \
+        "the launcher makes no call and adds no row"
+    both = by_shape[(1, 2, 16, 8), (1, 2, 16, 8)]
+    assert both["ranks"] == [0, 1] and both["count"] == 3 + 5
+    assert {r: c["count"] for r, c in both["per_rank"].items()} == {"0": 3, "1": 5}
+    assert all(c["backend"] == "FLASH_ATTENTION" and c["devices"] == ["cpu"] for c in both["per_rank"].values())
+    assert len(both["pids"]) == 2 and both["rank_note"] is None
+    only_one = by_shape[(1, 2, 16, 8), (1, 2, 32, 8)]
+    assert only_one["ranks"] == [1] and only_one["count"] == 2
+    assert "ranks" in proc.stdout.splitlines()[3], "the table gets a ranks column"
+
+
+def test_spawned_ranks_are_watched_with_the_rank_torch_distributed_gives(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "spawned.py"), str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    [row] = report["calls"]
+    assert row["ranks"] == [0, 1] and row["count"] == 2 + 3
+    assert {r: c["count"] for r, c in row["per_rank"].items()} == {"0": 2, "1": 3}
+
+
+def test_a_rank_that_raises_leaves_a_complete_report_and_the_jobs_exit_code(tmp_path):
+    proc, report = watch(tmp_path, *TORCHRUN, str(PROGRAMS / "ranks.py"), "--crash-rank", "1")
+    assert proc.returncode == 1 and report["exit_code"] == 1
+    both = rows(report)[(1, 2, 16, 8), (1, 2, 16, 8)]
+    assert {r: c["count"] for r, c in both["per_rank"].items()} == {"0": 3, "1": 5}, \
+        "the failing rank's calls and those of the rank torchrun ended with SIGTERM"
+    assert "RuntimeError: rank 1 fails on purpose" in report["error"], "the first-hand failure is the error"
+    assert any(n.startswith("rank 0 (pid") and "SIGTERM" in n for n in report["notes"])
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="no torchrun on PATH")
+def test_torchrun_itself_as_the_command(tmp_path):
+    proc, report = watch(tmp_path, "torchrun", "--nproc_per_node", "2", "--standalone", str(PROGRAMS / "ranks.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert rows(report)[(1, 2, 16, 8), (1, 2, 16, 8)]["ranks"] == [0, 1]
+
+
+def test_a_command_that_is_not_there_is_bad_input(tmp_path):
+    proc, report = watch(tmp_path, "no-such-launcher-here", "x.py")
+    assert proc.returncode == 2 and not report
+    assert "no-such-launcher-here: command not found" in proc.stderr
+
+
+def test_a_rank_on_another_backend_or_off_the_others_time_is_flagged():
+    from sdpa_tui.core.call_signature import CallSignature
+    from sdpa_tui.core.watch_report import merge
+    from sdpa_tui.core.watched_calls import CallStats, ProcessState
+
+    def state(rank: int, backend: str, us: float) -> ProcessState:
+        sig = CallSignature(q_shape=(2, 8, 512, 64), kv_shape=(2, 8, 512, 64), dtype="torch.bfloat16",
+                            device=f"cuda:{rank}")
+        return ProcessState(pid=100 + rank, rank=rank, calls=[
+            CallStats(sig, count=10, backend=backend, kernel_us=[us] * 8)])
+
+    [row] = merge([state(0, "CUDNN_ATTENTION", 30.0), state(1, "CUDNN_ATTENTION", 31.0),
+                   state(2, "CUDNN_ATTENTION", 30.5)])
+    assert row.ranks == (0, 1, 2) and row.count == 30 and row.signature.device == "cuda", "one row for every GPU"
+    assert row.per_rank[1].devices == ("cuda:1",) and row.rank_note == ""
+    [row] = merge([state(0, "CUDNN_ATTENTION", 30.0), state(1, "CUDNN_ATTENTION", 45.0),
+                   state(2, "FLASH_ATTENTION", 30.5)])
+    assert "rank 2 ran FLASH_ATTENTION (the others CUDNN_ATTENTION)" in row.rank_note
+    assert "rank 1 45.0 µs" in row.rank_note and "rank 0" not in row.rank_note.split(":")[-1]
