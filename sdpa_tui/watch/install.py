@@ -31,17 +31,6 @@ def _watch_compile(probe: Probe) -> None:
     torch.compile = compile
 
 
-def cupti_teardown() -> None:
-    """Have Kineto detach CUPTI after each profiler window (``TEARDOWN_CUPTI=1``) unless the program's
-    environment says otherwise. Left attached, CUPTI slowed an eager Llama training step by 20 % for the
-    rest of the run after the first window (H100, torch 2.11, CUDA 13.0: docs/watch-truth.md; pytorch#146604).
-    torch itself sets ``TEARDOWN_CUPTI=0`` for CUDA graphs where a re-attach crashed (CUDA < 12.6): not
-    before that version here either."""
-    cuda = torch.version.cuda
-    if cuda and tuple(int(x) for x in cuda.split(".")[:2]) >= (12, 6):
-        os.environ.setdefault("TEARDOWN_CUPTI", "1")
-
-
 _installed: list[Probe] = []
 
 
@@ -52,8 +41,6 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
 
     if _installed:
         return _installed[0]
-    if kernel_bursts:
-        cupti_teardown()
     probe = Probe(sender, kernel_bursts)
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
