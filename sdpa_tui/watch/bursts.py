@@ -4,8 +4,9 @@ A profiler must be started on the thread that makes the calls (one started elsew
 records nothing of that thread), so a window starts and stops inside the SDPA wrapper or a
 compiled graph's wrapper; during a window each SDPA call runs in a ``record_function`` range
 named after its signature, and the GPU work launched inside a range is that call's. A stopped
-window is exported by the probe's background thread at once (no window starts before) and read
-in a helper process (``window_files.py``).
+window is exported at once by the probe's background thread, or by the calling thread when the
+next window is due first (no window starts before the last is exported), and read in a helper
+process (``window_files.py``).
 
 When: a new CUDA signature makes a window due at once (unless the last ended too recently). A
 signature with fewer than ``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its
@@ -27,7 +28,7 @@ import torch
 
 from ..core.watched_calls import Captures
 from ..core.window_reading import WindowReading
-from .window_files import export_and_read, log
+from .window_files import export, log, read
 
 SCHEDULE_S = (3.0, 30.0)
 """The first bursts come this long after the first CUDA call; then one every ``EVERY_S``."""
@@ -61,8 +62,10 @@ class KernelBursts:
         self._ended = float("-inf")
         self._last_cost = 0.0
         self._quick = 0
-        self.finished: list = []  # stopped profilers, each popped once exported (the background thread reads them)
+        self.finished: list = []  # stopped profilers, not exported yet
+        self.exported: list[str] = []  # their traces, to be read by the background thread
         self.stopped = threading.Event()  # wakes the background thread to export a stopped window at once
+        self._export_lock = threading.Lock()
 
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
@@ -107,11 +110,13 @@ class KernelBursts:
         return self.due
 
     def start(self) -> None:
-        """Start the due window, unless the last one is not exported yet (then it stays due)."""
+        """Start the due window, the last one exported first if the background thread has not yet."""
         from torch.profiler import ProfilerActivity, profile
 
-        if self.finished:
-            return
+        if self.finished:  # not exported yet: now, on this thread (a short program's new signature can't wait)
+            t0 = time.monotonic()
+            self.export_all()
+            self.captures.stop_s += time.monotonic() - t0
         self._scheduled, self.due, self.scheduled_due = self.scheduled_due, False, False
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
@@ -158,9 +163,22 @@ class KernelBursts:
         self.finished.append(profiler)
         self.stopped.set()
 
+    def export_all(self) -> None:
+        """Export every stopped window (either thread: the background one at once, the calling one when a
+        window is due before that happened)."""
+        with self._export_lock:
+            while self.finished:
+                profiler = self.finished[0]
+                try:
+                    self.exported.append(export(profiler))
+                except Exception as exc:  # noqa: BLE001 - that window is lost, said in the report
+                    self.captures.failed("export", exc)
+                finally:
+                    self.finished.pop(0)
+
     def read_next(self) -> WindowReading:
-        """Background thread: export and read the oldest stopped window (``window_files``)."""
-        return export_and_read(self.finished[0], lambda: self.finished.pop(0))
+        """Background thread: read the oldest exported window (``window_files``)."""
+        return read(self.exported.pop(0))
 
 
 def _quiet_fd2(fn) -> list[str]:

@@ -210,15 +210,14 @@ class Probe:
                 pass
 
     def collect(self) -> None:
-        """Read finished profiler bursts."""
+        """Export stopped windows (before any other may start), then read them."""
         bursts = self.bursts
-        while bursts.finished:
-            t0, head = time.monotonic(), bursts.finished[0]
+        bursts.export_all()
+        while bursts.exported:
+            t0 = time.monotonic()
             try:
                 self.sink.apply_window(bursts.read_next(), bursts.captures)
             except Exception as exc:  # noqa: BLE001 - said in the report; the next window is read
-                if bursts.finished and bursts.finished[0] is head:
-                    bursts.finished.pop(0)
                 bursts.captures.failed("read", exc)
             bursts.captures.read_s += time.monotonic() - t0
 

@@ -3,7 +3,7 @@
 The export must happen before the next window starts: a Kineto result exported after another
 profiler session has started comes back with every GPU and runtime record untimed (ts and dur 0;
 seen on the H100 with torch 2.11, CUDA 13.0: ``docs/watch-truth.md``), so
-:class:`bursts.KernelBursts` starts no window while one is unexported. The reading itself runs in
+:class:`bursts.KernelBursts` exports the last window before it starts the next. The reading itself runs in
 a helper process (``core/window_reading.py``), off the program's GIL.
 
 With ``SDPA_TUI_KEEP_TRACES=DIR`` each window's trace is kept in DIR, and its start, stop and
@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from ..core.trace import load_trace
@@ -37,21 +36,28 @@ def log(what: str, lines: list[str] | tuple[str, ...] = ()) -> None:
             f.write(f"{time.monotonic():.4f} {what}\n" + "".join(f"    {line}\n" for line in lines))
 
 
-def export_and_read(profiler, exported: Callable[[], None]) -> WindowReading:
-    """Export ``profiler``'s trace, call ``exported`` (the next window may start), free the profiler's result,
-    and read the trace in a helper process (in this one if the helper cannot run)."""
+def export(profiler) -> str:
+    """Write ``profiler``'s trace to a file (its path returned) and free the profiler's result."""
     keep = os.environ.get(KEEP_TRACES_ENV)
     fd, path = tempfile.mkstemp(prefix=f"sdpa-tui-watch-{os.getpid()}-", suffix=".json", dir=keep or None)
     os.close(fd)
     try:
-        try:
-            profiler.export_chrome_trace(path)
-        finally:
-            exported()
-            _free(profiler)
+        profiler.export_chrome_trace(path)
+    except BaseException:
+        os.unlink(path)
+        raise
+    finally:
+        _free(profiler)
+    return path
+
+
+def read(path: str) -> WindowReading:
+    """The window in the trace at ``path``, read in a helper process (in this one if the helper cannot run);
+    the file is removed unless traces are kept."""
+    try:
         window = _read(path)
     finally:
-        if not keep:
+        if not os.environ.get(KEEP_TRACES_ENV):
             os.unlink(path)
     r = window.reading
     log(f"read {os.path.basename(path)}: {len(r.ranged)} calls in ranges "
