@@ -17,8 +17,7 @@ from pathlib import Path
 
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
-from .channel import SOCKET_ENV, StateListener
-from .startup import HOOK_DIR
+from .channel import HOOK_DIR, SOCKET_ENV, StateListener
 
 STOP_GRACE_S = 5.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])

@@ -19,8 +19,6 @@ import sys
 
 from .channel import SOCKET_ENV
 
-HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook")
-
 
 class _AfterTorch(importlib.abc.MetaPathFinder):
     """Finds ``torch`` with the finders after it and installs the probe once torch has been executed."""
