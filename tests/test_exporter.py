@@ -101,11 +101,29 @@ def test_the_dashboard_reads_only_metrics_that_exist():
     metrics = LatestMetrics("cuda")
     metrics.publish(session_from_report(H100_SMALL), h100_gpu())
     served = {m.name for m in metrics.collect()} | {s.name for m in metrics.collect() for s in m.samples}
+    served |= _watch_metric_names()  # the panels of watched jobs (sdpa-tui watch --metrics-port)
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     exprs += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
     used = {name for e in exprs for name in re.findall(r"\bsdpa_tui_\w+", e)}
     assert len(used) >= 15 and used <= served, used - served
+
+
+def _watch_metric_names() -> set[str]:
+    from sdpa_tui.core.call_signature import CallSignature
+    from sdpa_tui.core.watch_report import build_report
+    from sdpa_tui.core.watched_calls import BackwardStats, CallStats, ProcessState
+    from sdpa_tui.exports.watch_metrics import WatchMetrics
+
+    sig = CallSignature((2, 8, 512, 64), (2, 8, 512, 64), "torch.bfloat16", "cuda:0", grad=True)
+    states = [ProcessState(pid=10 + r, rank=r, calls=[CallStats(sig, count=5, backend="CUDNN_ATTENTION",
+                                                               kernel_us=[9.0, 9.5],
+                                                               backward=BackwardStats("CUDNN_ATTENTION", [30.0]))])
+              for r in range(2)]
+    metrics = WatchMetrics(host="h")
+    metrics.publish(build_report(["train.py"], None, states, 1.0))
+    families = list(metrics.collect())
+    return {m.name for m in families} | {s.name for m in families for s in m.samples}
 
 
 # ------------------------------------------------------------------ the real exporter, real engine

@@ -88,3 +88,70 @@ def test_a_rank_on_another_backend_or_off_the_others_time_is_flagged():
                    state(2, "FLASH_ATTENTION", 30.5)])
     assert "rank 2 ran FLASH_ATTENTION (the others CUDNN_ATTENTION)" in row.rank_note
     assert "rank 1 45.0 µs" in row.rank_note and "rank 0" not in row.rank_note.split(":")[-1]
+
+
+def samples(families: dict, name: str) -> list:
+    """A scraped family's samples (a text exposition names info families ``…_info`` gauges)."""
+    family = families.get(name)
+    return list(family.samples) if family is not None else []
+
+
+def test_metrics_of_a_running_job_for_prometheus(tmp_path):
+    """``--metrics-port 0``: the endpoint is named on stderr at start, and while the program runs a scrape
+    has its signatures as bounded ids, its calls per rank, the backend as info, and the shapes only in
+    the signature's info series."""
+    import os
+    import re
+    import subprocess
+    import time
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from test_watch_cpu import ENV, ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(tmp_path / "calls.json"), "--metrics-port", "0",
+         "--", sys.executable, str(PROGRAMS / "steady.py"), "6"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**ENV, "OMP_NUM_THREADS": "1"}, cwd=ROOT,
+        stdin=subprocess.DEVNULL)
+    try:
+        url = re.search(r"metrics on (http://\S+)", proc.stderr.readline()).group(1)
+        families: dict = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not samples(families, "sdpa_tui_watch_calls"):
+            time.sleep(0.5)
+            text = urllib.request.urlopen(url, timeout=5).read().decode()
+            families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    calls = samples(families, "sdpa_tui_watch_calls")
+    assert calls and all(re.fullmatch(r"[0-9a-f]{12}", s.labels["sig"]) and s.labels["rank"] == "" for s in calls)
+    assert all(s.labels["host"] == os.uname().nodename and "steady.py" in s.labels["program"] for s in calls)
+    info = samples(families, "sdpa_tui_watch_signature_info")
+    assert {s.labels["sig"] for s in info} >= {s.labels["sig"] for s in calls}
+    assert all(s.labels["q_shape"].startswith("[2, 8,") and s.labels["dtype"] == "torch.float32" for s in info)
+    assert all("[" not in v for s in calls for k, v in s.labels.items() if k != "program"), "no shapes in labels"
+    assert {s.labels["backend"] for s in samples(families, "sdpa_tui_watch_backend_info")} == {"FLASH_ATTENTION"}
+
+
+def test_a_metrics_port_in_use_is_bad_input_before_the_program_runs(tmp_path):
+    import socket
+    import subprocess
+
+    from test_watch_cpu import ENV, ROOT
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        marker = tmp_path / "ran"
+        script = tmp_path / "touch.py"
+        script.write_text(f"open({str(marker)!r}, 'w')\n")
+        proc = subprocess.run(
+            [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(tmp_path / "calls.json"), "--metrics-port",
+             str(port), "--", sys.executable, str(script)],
+            capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2 and "choose another port" in proc.stderr and not marker.exists()

@@ -1,4 +1,4 @@
-"""``sdpa-tui watch [--report calls.json] [-m module] -- prog args``."""
+"""``sdpa-tui watch [--report calls.json] [--metrics-port PORT] [-m module] -- prog args``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
+from ..exports.metrics_address import DEFAULT_ADDRESS
+from ..exports.metrics_server import MetricsServerError
 from ..output_paths import check_output_path
+from .metrics_publisher import MetricsPublisher
 from .runner import CommandError, WatchedProgram
 
 
@@ -18,10 +21,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sdpa-tui watch",
         description="Run a Python program and show every SDPA call signature it makes: the backend SDPA chose, "
         "why not the others, counts, time and kernels. With --report: no UI, a table and a JSON file.",
-        usage="sdpa-tui watch [--report calls.json] [-m module | -- python script.py] [args ...]",
+        usage="sdpa-tui watch [--report calls.json] [--metrics-port PORT] [-m module | -- python script.py] [args ...]",
     )
     parser.add_argument("--report", metavar="PATH", help="headless: run the program, print the call table, write JSON")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve the job's per-signature metrics for Prometheus on /metrics (0: any free port)")
+    parser.add_argument("--metrics-address", default=DEFAULT_ADDRESS, metavar="ADDR",
+                        help=f"address the metrics listen on (default {DEFAULT_ADDRESS}: this machine only)")
     return parser
 
 
@@ -51,10 +58,20 @@ def main(argv: Sequence[str], run_ui=None) -> int:
             check_output_path("--report", args.report)
         except ValueError as exc:
             parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
-        return run_headless(watched, args.report)
-    if run_ui is None:
+    elif run_ui is None:
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: no live monitor here; use --report PATH\n")
-    return run_ui(watched)
+    publisher = None
+    if args.metrics_port is not None:
+        try:  # before the program runs, as the report's path
+            publisher = MetricsPublisher.start(watched, args.metrics_port, args.metrics_address)
+        except (ValueError, MetricsServerError) as exc:
+            parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
+        print(f"sdpa-tui watch: metrics on {publisher.url}", file=sys.stderr)
+    try:
+        return run_headless(watched, args.report) if args.report else run_ui(watched)
+    finally:
+        if publisher is not None:
+            publisher.stop()
 
 
 def run_headless(watched: WatchedProgram, report_path: str) -> int:
