@@ -162,3 +162,45 @@ def test_calls_view_snapshot(snap_compare, tmp_path, monkeypatch):
         await settle(pilot, until=lambda: app.calls is not None and app.calls.query_one(Log).line_count > 0)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+class RankedProgram(RecordedProgram):
+    """Two ranks of a job that has ended: a signature both made (3 and 5 calls), one only rank 1 made."""
+
+    def __init__(self) -> None:
+        from sdpa_tui.core.call_signature import CallSignature
+        from sdpa_tui.core.watched_calls import CallStats
+
+        both = CallSignature((1, 2, 16, 8), (1, 2, 16, 8), "torch.float32", "cpu", causal=True)
+        one = CallSignature((1, 2, 16, 8), (1, 2, 32, 8), "torch.float32", "cpu")
+        self.display = ["torchrun", "--nproc_per_node", "2", "ranks.py"]
+        self.exit_code = 0
+        self.states = [
+            ProcessState(pid=10, rank=0, calls=[CallStats(both, count=3, backend="FLASH_ATTENTION", host_us=[10.0])]),
+            ProcessState(pid=11, rank=1, calls=[CallStats(both, count=5, backend="FLASH_ATTENTION", host_us=[12.0]),
+                                                CallStats(one, count=2, backend="FLASH_ATTENTION", host_us=[9.0])]),
+        ]
+
+
+async def test_r_shows_one_ranks_calls_then_the_next_then_all(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("ranks.log").write_text("")
+    app, _ = watch_app(RankedProgram(), "ranks.log")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
+
+        def counts() -> list[int]:
+            return sorted(row.count for row in app.calls.rows.values())
+
+        assert counts() == [2, 8]
+        await pilot.press("r")
+        await settle(pilot, until=lambda: "rank 0 alone" in widget_text(app, "#watch-banner"))
+        assert counts() == [3], "rank 0 made one signature, 3 calls"
+        await pilot.press("r")
+        await settle(pilot, until=lambda: "rank 1 alone" in widget_text(app, "#watch-banner"))
+        assert counts() == [2, 5]
+        assert "rank 1 (cpu): 5 calls, Flash" in widget_text(app, "#call-detail") or \
+            "rank 1 (cpu): 2 calls, Flash" in widget_text(app, "#call-detail")
+        await pilot.press("r")
+        await settle(pilot, until=lambda: "alone" not in widget_text(app, "#watch-banner"))
+        assert counts() == [2, 8]

@@ -86,6 +86,13 @@ class CallRow:
     def ranks(self) -> tuple[int, ...]:
         return tuple(self.per_rank)
 
+    def for_rank(self, rank: int) -> "CallRow":
+        """This row as one rank made it: its count, backend and time (the rest as merged)."""
+        cell = self.per_rank[rank]
+        rate = self.calls_per_s * cell.count / self.count if self.calls_per_s and self.count else None
+        return replace(self, count=cell.count, backend=cell.backend or self.backend, kernel_us=cell.kernel_us,
+                       host_us=cell.host_us, calls_per_s=rate)
+
     @property
     def time_us(self) -> float | None:
         """One call's cost, forward and backward where both were measured: the GPU's, else the host's."""

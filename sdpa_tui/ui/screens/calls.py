@@ -35,6 +35,7 @@ class CallsScreen(Screen):
     BINDINGS = [
         Binding("t", "try_in_lab", "Try in lab", tooltip="measure the selected call's shape with every backend in the four-panel lab"),
         Binding("a", "show_lab", "Lab", tooltip="show the four-panel lab without changing its workload"),
+        Binding("r", "next_rank", "Rank", tooltip="a distributed job: show one rank's calls, then the next; all again"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -44,10 +45,12 @@ class CallsScreen(Screen):
         self.log_path = log_path
         self.rows: dict[str, CallRow] = {}
         self.report: WatchReport | None = None
-        self._keys: dict[CallSignature, str] = {}
+        self._keys: dict[tuple[CallSignature, bool], str] = {}
         self._order: list[str] = []
         self._cells: dict[str, dict[str, str]] = {}
         self._banner = ""
+        self.rank: int | None = None  # show one rank's part of a distributed job (None: every rank merged)
+        self._exit: tuple[int | None, bool] = (None, False)
 
     def compose(self) -> ComposeResult:
         yield Static(f"starting · watching {self.program}", id="watch-banner")
@@ -67,11 +70,13 @@ class CallsScreen(Screen):
     # -- drawing ---------------------------------------------------------------------------
     def show(self, report: WatchReport, exit_code: int | None, stopped: bool = False) -> None:
         """Draw the latest report; the selected row stays selected as rows are added or reordered."""
-        self.report = report
+        self.report, self._exit = report, (exit_code, stopped)
         self._show_banner(report, exit_code, stopped)
         table = self.query_one(DataTable)
-        keys = [self._key(row.signature) for row in report.rows]
-        self.rows = dict(zip(keys, report.rows))
+        shown = report.rows if self.rank is None else [r.for_rank(self.rank) for r in report.rows
+                                                       if self.rank in r.per_rank]
+        keys = [self._key(row) for row in shown]
+        self.rows = dict(zip(keys, shown))
         cells = {key: table_cells(row, report.kernels_note) for key, row in self.rows.items()}
         if keys == self._order:
             for key, values in cells.items():
@@ -92,6 +97,8 @@ class CallsScreen(Screen):
     def _show_banner(self, report: WatchReport, exit_code: int | None, stopped: bool) -> None:
         # how the program stands first: a long command line wraps after it, never through it
         text = f"{program_state(report, exit_code, stopped)} · watching {self.program}\noutput: {self.log_path}"
+        if self.rank is not None:
+            text += f" · rank {self.rank} alone (r: next rank)"
         failed = exit_code not in (None, 0) and not stopped
         if report.error:
             text += "\n" + traceback_tail(report.error)
@@ -107,10 +114,12 @@ class CallsScreen(Screen):
     def _cell(column: str, value: str) -> Text | str:
         return Text(value, justify="right") if column in RIGHT_ALIGNED else value
 
-    def _key(self, signature: CallSignature) -> str:
-        if signature not in self._keys:
-            self._keys[signature] = f"call-{len(self._keys)}"
-        return self._keys[signature]
+    def _key(self, row: CallRow) -> str:
+        """A row's table key: its signature, eager and compiled apart (as the report merges them)."""
+        ident = (row.signature, row.compiled)
+        if ident not in self._keys:
+            self._keys[ident] = f"call-{len(self._keys)}"
+        return self._keys[ident]
 
     def selected_key(self) -> str | None:
         table = self.query_one(DataTable)
@@ -144,6 +153,15 @@ class CallsScreen(Screen):
             self.notify("no call selected: the program has made no SDPA call yet", severity="warning")
             return
         self.app.try_in_lab(row)
+
+    def action_next_rank(self) -> None:
+        ranks = sorted({r for row in (self.report.rows if self.report else ()) for r in row.ranks})
+        if not ranks:
+            self.notify("not a distributed job: no call came from a process with a rank", severity="warning")
+            return
+        later = [r for r in ranks if self.rank is None or r > self.rank]
+        self.rank = later[0] if later else None
+        self.show(self.report, *self._exit)
 
     def action_show_lab(self) -> None:
         self.app.show_lab()
