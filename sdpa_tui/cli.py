@@ -134,8 +134,8 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     g = sweep.add_argument_group("sweep")
     g.add_argument(
         "--seq", dest="sweep_seq", metavar="LIST|A:B", default=None,
-        help="query lengths: a list (128,256,512) or a range of powers of two from A to B (256:32768); "
-        "--kv-seq follows each length unless given",
+        help="required: the query lengths, a list (128,256,512) or a range of powers of two from A to B "
+        "(256:32768); --kv-seq follows each length unless given",
     )
     g.add_argument("--duration", type=float, default=1.0, help="seconds to measure each length once ready (default 1)")
     g.add_argument(

@@ -24,6 +24,21 @@ def check_output_path(option: str, path: str) -> None:
         raise ValueError(f"{option} {path}: is a directory; name a file in it")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
+        blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
+        if blocker is not None:
+            raise ValueError(f"{option} {path}: {blocker} is a file, not a folder")
         raise ValueError(f"{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: the folder {folder} is not writable")
+
+
+def _parents(folder: str) -> list[str]:
+    """``folder`` and the folders above it, nearest first."""
+    found = []
+    while True:
+        found.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return found
+        folder = parent
+

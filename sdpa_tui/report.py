@@ -10,7 +10,7 @@ from rich.console import Console
 from .core.backends import Backend
 from .core.workload import Workload
 from .engine.headless import EngineFailed, Progress, measure
-from .exit_codes import EXIT_ENGINE
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 from .exports.atomic import write_text_atomic
 from .exports.comparison import report_dict
 from .exports.tables import markdown_report, rich_report
@@ -32,6 +32,10 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
         except EngineFailed as exc:
             err.print(f"[bold red]sdpa-tui: the engine failed:[/] {exc}")
             return EXIT_ENGINE
+        except KeyboardInterrupt:  # the engine is stopped by measure(); one line, as sweep says it
+            status.stop()
+            err.print("[bold red]sdpa-tui:[/] interrupted; nothing is reported")
+            return EXIT_INTERRUPTED
     out.print(rich_report(session, out.width))
     for path, text in ((args.json, lambda: json.dumps(report_dict(session), indent=2) + "\n"),
                        (args.markdown, lambda: markdown_report(session))):

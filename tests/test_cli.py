@@ -181,11 +181,13 @@ def test_report_with_a_bad_workload_exits_2_without_importing_torch(tmp_path):
         (["report", "--markdown", "{tmp}"], ["--markdown", "is a directory"]),
         (["sweep", "--seq", "128", "--csv", "{missing}/s.csv"], ["--csv", "does not exist"]),
         (["sweep", "--seq", "128", "--json", "{tmp}"], ["--json", "is a directory"]),
+        (["report", "--json", "{file}/x.json"], ["--json", "a.json is a file, not a folder"]),
     ],
 )
 def test_an_output_file_that_cannot_be_written_is_refused_before_measuring(argv, words, tmp_path, capsys):
     """report measured for seconds, then failed with exit 1 naming a temporary file, on two lines."""
-    argv = [a.format(missing=tmp_path / "no-such-folder", tmp=tmp_path) for a in argv]
+    (tmp_path / "a.json").write_text("{}")
+    argv = [a.format(missing=tmp_path / "no-such-folder", tmp=tmp_path, file=tmp_path / "a.json") for a in argv]
     err = refuse(argv, capsys)
     assert err.count("\n") == 1 and err.startswith("sdpa-tui: error: "), err
     assert all(w in err for w in words), err
@@ -209,3 +211,28 @@ def test_every_subcommand_help_has_a_description_and_shows_defaults(command, cap
         assert "forward, or forward+backward (default fwd)" in text
     if command == "serve":
         assert "where snapshots go (default ./sdpa-tui-exports)" in text and "(default 1024; 0: never)" in text
+
+
+def test_sweep_help_says_its_seq_is_required(capsys):
+    with pytest.raises(SystemExit):
+        cli.parse(["sweep", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--seq LIST|A:B required: the query lengths" in out
+
+
+
+def test_ctrl_c_in_report_is_one_line_and_exit_130(tmp_path):
+    """It printed a 35-line traceback: one line now, the engine process ended with it."""
+    import signal
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "sdpa_tui", "report", "--device", "cpu", "--duration", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    time.sleep(4.0)  # the engine is starting or measuring
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1] == "sdpa-tui: interrupted; nothing is reported" and "Traceback" not in err, err
