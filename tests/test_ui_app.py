@@ -371,6 +371,21 @@ async def test_engine_died_is_said_and_the_history_is_kept() -> None:
         assert "9.7 µs" in widget_text(app, "#panel-cudnn")
 
 
+async def test_r_retries_only_an_engine_that_died() -> None:
+    """``r`` on a healthy engine said "retrying the engine" and did nothing."""
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await live(pilot, engine)
+        await pilot.press("r")
+        await settle(pilot, until=lambda: "nothing to retry" in status_line(app))
+        assert engine.retries == 0
+        engine.event(app, EngineDied(exit_code=1, message="boom", retry_in_s=None))
+        await settle(pilot, until=lambda: "engine stopped" in widget_text(app, "#header"))
+        await pilot.press("r")
+        await settle(pilot, until=lambda: "retrying the engine" in status_line(app))
+        assert engine.retries == 1
+
+
 async def test_a_replaced_engine_is_said_plainly_and_history_kept() -> None:
     app, engine, _ = make_test_app()
     async with app.run_test(size=SIZE) as pilot:

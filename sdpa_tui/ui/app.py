@@ -74,7 +74,7 @@ class SdpaApp(GpuSwitching, App):
         Binding("e", "toggle('EFFICIENT_ATTENTION')", "MemEff", tooltip="toggle the mem-efficient backend flag"),
         Binding("c", "toggle('CUDNN_ATTENTION')", "cuDNN", tooltip="toggle the cuDNN backend flag"),
         Binding("m", "toggle('MATH')", "Math", tooltip="toggle the Math backend flag"),
-        Binding("space", "pause", "Pause", tooltip="pause or resume measuring (the GPU is left alone)"),
+        Binding("space", "pause", "Pause", tooltip="pause or resume measuring (the device is left alone)"),
         Binding("w", "edit_workload", "Workload", tooltip="edit the workload (batch, heads, lengths, head dim, dtype, mask, direction)"),
         Binding("plus,equals_sign", "scale_seq(2)", "Seq×2", key_display="+", tooltip="double the sequence length", show=False),
         Binding("minus", "scale_seq(0.5)", "Seq÷2", key_display="-", tooltip="halve the sequence length", show=False),
@@ -358,7 +358,9 @@ class SdpaApp(GpuSwitching, App):
     def action_pause(self) -> None:
         self.paused = not self.paused
         self.engine.set_paused(self.paused)
-        self.status("paused: the GPU is left alone" if self.paused else "measuring again")
+        env = self.session.environment
+        left_alone = "the CPU" if env is not None and env.is_cpu else "the GPU"
+        self.status(f"paused: {left_alone} is left alone" if self.paused else "measuring again")
         self._dirty = True
 
     def action_snapshot(self) -> None:
@@ -381,6 +383,9 @@ class SdpaApp(GpuSwitching, App):
         return self.engine.send(CaptureTraces(request_id, os.path.abspath(directory)))
 
     def action_restart_engine(self) -> None:
+        if not self.engine_state.startswith(("engine died", "engine stopped")):
+            self.status("the engine is running: nothing to retry (r restarts an engine that died)")
+            return
         self.engine.retry()
         self.status("retrying the engine")
 
