@@ -24,7 +24,7 @@ def rows(report: dict) -> dict[tuple, dict]:
 def test_every_rank_of_a_torchrun_job_is_watched_and_rows_say_which_ranks(tmp_path):
     proc, report = watch(tmp_path, *TORCHRUN, str(PROGRAMS / "ranks.py"))
     assert proc.returncode == 0, proc.stderr
-    assert sorted(line for line in proc.stdout.splitlines() if line.endswith(" done")) == ["rank 0 done", "rank 1 done"]
+    assert "rank 0 done" in proc.stdout and "rank 1 done" in proc.stdout  # the ranks' lines may interleave
     by_shape = rows(report)
     assert set(by_shape) == {((1, 2, 16, 8), (1, 2, 16, 8)), ((1, 2, 16, 8), (1, 2, 32, 8))}, \
         "the launcher makes no call and adds no row"
