@@ -46,7 +46,7 @@ _LABEL = {
     Backend.MATH: "Math",
 }
 
-#: Display order, as in DESIGN.md.
+#: Display order, as in the lab and the README.
 ALL_BACKENDS: tuple[Backend, ...] = (Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH)
 
 #: ``torch._fused_sdp_choice`` returns these integers (torch's SDPBackend enum values).

@@ -17,7 +17,7 @@ from .session import Session
 OUTLIER_THRESHOLD = 0.10
 """A GPU whose median is more than 10 % above the others' (same kernel) is named."""
 CLOCKS = ("kernel", "gpu", "eager")
-"""The three clocks (DESIGN.md): kernel sum (CUPTI), GPU / call (graph replay), eager / call."""
+"""The three clocks (README, "The three clocks"): kernel sum (CUPTI), GPU / call (graph replay), eager / call."""
 OUTLIER_CLOCK = "gpu"
 """Outliers are judged on GPU / call: device time with many samples, no host launch overhead."""
 

@@ -60,7 +60,7 @@ class Workload:
 
     @property
     def forward_flops(self) -> float:
-        """4·B·H·Nq·Nkv·D, halved when causal (DESIGN.md)."""
+        """4·B·H·Nq·Nkv·D, halved when causal (the usual count of attention FLOPs)."""
         flops = 4.0 * self.batch * self.heads * self.seq * self.kv_seq * self.head_dim
         return flops / 2 if self.causal else flops
 

@@ -1,6 +1,6 @@
 """Build the app (``make_app``, usable from tests) and run it from the command line (``run_app``).
 
-Leaving cleanly (DESIGN.md, "SSH connection drops"): whatever ends the session, the app
+Leaving cleanly (README, "When things go wrong"): whatever ends the session, the app
 exits through Textual's normal shutdown, whose unmount stops the engine
 (:meth:`EngineSupervisor.stop`: Shutdown, join, terminate, kill), so no engine is left
 holding GPU memory:
