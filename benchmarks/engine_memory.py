@@ -195,7 +195,7 @@ def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
                 if graph is not None:
                     graph.sample(4)
     elif name.startswith("configure"):
-        from sdpa_tui.core.records import Configure
+        from sdpa_tui.core.engine_commands import Configure
 
         engine = state["engine"]
         workload, enabled = state["states"][i % len(state["states"])]

@@ -28,7 +28,8 @@ from recorded import command_line  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS, parse_backend_list  # noqa: E402
 from sdpa_tui.core.duty import BusyWindow  # noqa: E402
-from sdpa_tui.core.records import Configure, EngineError, Ready, Sample  # noqa: E402
+from sdpa_tui.core.engine_commands import Configure  # noqa: E402
+from sdpa_tui.core.records import EngineError, Ready, Sample  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.device_choice import check_device, find_gpus  # noqa: E402
 from sdpa_tui.engine.client import EngineClient  # noqa: E402

@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
-from sdpa_tui.core.records import ENGINE_MEMORY_MIB  # noqa: E402
+from sdpa_tui.core.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402

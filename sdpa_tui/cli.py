@@ -11,7 +11,7 @@ from .compare import add_compare_parser
 from .exit_codes import EXIT_USAGE
 from .metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
-from .core.records import ENGINE_MEMORY_MIB
+from .core.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .devices_option import add_devices_option, resolve_devices
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device

@@ -15,7 +15,8 @@ import threading
 from typing import Any
 
 from .core.backends import Backend
-from .core.records import Configure, Ready
+from .core.engine_commands import Configure
+from .core.records import Ready
 from .core.session import Session
 from .core.workload import Workload
 from .device_choice import gpu_index

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Configure, Dispatch, KernelCapture, PeakFlops, Sample, SetPaused
+from sdpa_tui.core.engine_commands import Configure, SetPaused
+from sdpa_tui.core.records import BackendStatus, Dispatch, KernelCapture, PeakFlops, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
 from sdpa_tui.engine.cpu_threads import timing_threads

@@ -12,7 +12,8 @@ import torch
 from torch.profiler import profile
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import Configure, KernelCapture, Recycling
+from sdpa_tui.core.engine_commands import Configure
+from sdpa_tui.core.records import KernelCapture, Recycling
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import host_memory, profiler_guard, profiling, runner
 from sdpa_tui.engine.profiler_client import ProfilerClient

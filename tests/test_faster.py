@@ -24,10 +24,12 @@ from sdpa_tui.core.faster import (
     how_to,
 )
 from sdpa_tui.core.stats import Summary
-from sdpa_tui.core.sweep import Sweep, pick_findings
+from sdpa_tui.core.sweep_findings import pick_findings
+from sdpa_tui.core.sweep_points import Sweep
 from sdpa_tui.exports.comparison import faster_lines, report_dict
 from sdpa_tui.exports.snapshot import read_snapshot, write_snapshot
-from sdpa_tui.exports.sweep_views import render, sweep_dict, sweep_markdown
+from sdpa_tui.exports.sweep_documents import sweep_dict, sweep_markdown
+from sdpa_tui.exports.sweep_terminal import render
 from sdpa_tui.exports.tables import markdown_report, rich_report
 
 from faster_data import H100_8K, H100_SMALL, H200_SMALL, load, session_from, summaries, window

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core import trace
-from sdpa_tui.core.kernel_names import MAX_SHORT, KernelIdentity, identify, main_kernel, short_name
+from sdpa_tui.core.kernel_names import KernelIdentity, identify, main_kernel
+from sdpa_tui.core.kernel_short_names import MAX_SHORT, short_name
 from sdpa_tui.core.records import KernelInfo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"

@@ -15,7 +15,8 @@ import signal
 import pytest
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import CaptureKernels, Configure, EngineHealth, KernelCapture, Log, Sample
+from sdpa_tui.core.engine_commands import CaptureKernels, Configure
+from sdpa_tui.core.records import EngineHealth, KernelCapture, Log, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.profiler_client import ProfilerClient, ProfilerFailed

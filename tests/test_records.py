@@ -10,33 +10,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
+from sdpa_tui.core.engine_commands import CaptureKernels, CaptureTraces, Configure, SetPaused, Shutdown
 from sdpa_tui.core.records import (
     Accuracy,
-    PeakFlops,
-    PROTOCOL_VERSION,
-    RECORD_TYPES,
     BackendStatus,
-    CaptureTraces,
-    Configure,
     Dispatch,
     EngineError,
+    EngineHealth,
     Environment,
     KernelCapture,
-    CaptureKernels,
-    EngineHealth,
-    StartupTimes,
     KernelInfo,
     Log,
-    ProtocolError,
+    PeakFlops,
     Ready,
     Recycling,
     Sample,
-    SetPaused,
-    Shutdown,
+    StartupTimes,
     TracesCaptured,
-    decode,
-    encode,
 )
+from sdpa_tui.core.wire_format import PROTOCOL_VERSION, RECORD_TYPES, ProtocolError, decode, encode
 from sdpa_tui.core.workload import Workload
 
 from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels

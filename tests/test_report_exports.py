@@ -16,7 +16,8 @@ import pytest
 from rich.console import Console
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.kernel_names import main_kernel, short_name
+from sdpa_tui.core.kernel_names import main_kernel
+from sdpa_tui.core.kernel_short_names import short_name
 from sdpa_tui.core.records import (
     BackendStatus,
     Dispatch,

@@ -7,7 +7,9 @@ import time
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.core.records import Accuracy, Configure, EngineError, Ready, Sample, StartupTimes, decode, encode
+from sdpa_tui.core.engine_commands import Configure
+from sdpa_tui.core.records import Accuracy, EngineError, Ready, Sample, StartupTimes
+from sdpa_tui.core.wire_format import decode, encode
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.client import EngineClient

@@ -33,24 +33,12 @@ from sdpa_tui.core.records import (
     Sample,
 )
 from sdpa_tui.core.session import Session
-from sdpa_tui.core.sweep import (
-    MAX_POINTS,
-    SKIPPED,
-    Sweep,
-    SweepPoint,
-    crossovers,
-    parse_seqs,
-    sweep_workloads,
-)
+from sdpa_tui.core.sweep_findings import crossovers
+from sdpa_tui.core.sweep_lengths import MAX_POINTS, parse_seqs, sweep_workloads
+from sdpa_tui.core.sweep_points import SKIPPED, Sweep, SweepPoint
 from sdpa_tui.core.workload import Workload, WorkloadError
-from sdpa_tui.exports.sweep_views import (
-    CSV_COLUMNS,
-    chart_lines,
-    render,
-    sweep_csv,
-    sweep_dict,
-    sweep_markdown,
-)
+from sdpa_tui.exports.sweep_documents import CSV_COLUMNS, sweep_csv, sweep_dict, sweep_markdown
+from sdpa_tui.exports.sweep_terminal import chart_lines, render
 
 from real_data import session_from_report
 
@@ -503,7 +491,8 @@ def test_json_csv_and_markdown_documents():
 
 
 def test_sweep_modules_do_not_import_torch():
-    code = ("import sys, sdpa_tui.sweep, sdpa_tui.core.sweep, sdpa_tui.engine.headless\n"
+    code = ("import sys, sdpa_tui.sweep, sdpa_tui.core.sweep_lengths, sdpa_tui.core.sweep_points, "
+            "sdpa_tui.core.sweep_findings, sdpa_tui.engine.headless\n"
             "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -25,10 +25,9 @@ from textual.pilot import Pilot
 
 from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
+from sdpa_tui.core.engine_commands import CaptureTraces, Configure
 from sdpa_tui.core.records import (
     BackendStatus,
-    CaptureTraces,
-    Configure,
     Dispatch,
     KernelCapture,
     KernelInfo,

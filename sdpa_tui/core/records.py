@@ -1,23 +1,17 @@
-"""The records that cross the process boundary between the UI and the measuring engine.
+"""The records the measuring engine sends the UI, and the plain values they carry
+(:class:`KernelInfo`, :class:`Environment`).
 
-Only small frozen records of plain data cross, as JSON: never tensors, never pickles.
-Each message carries the protocol version; a peer speaking another version is refused.
+Only small frozen records of plain data cross the process boundary, as JSON
+(:mod:`.wire_format`): never tensors, never pickles. The commands going the other way are in
+:mod:`.engine_commands`.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .backends import Backend
-from .workload import Workload
-
-PROTOCOL_VERSION = 1
-
-
-class ProtocolError(ValueError):
-    """A message that is not a record of this protocol version."""
 
 
 @dataclass(frozen=True)
@@ -72,62 +66,6 @@ class Environment:
         d["default_priority_order"] = tuple(d.get("default_priority_order", old))
         d["notes"] = tuple(d.get("notes", ()))
         return cls(**d)
-
-
-# ------------------------------------------------------------------ UI -> engine commands
-@dataclass(frozen=True)
-class Configure:
-    """Measure this workload on these backends. Every reply carries ``config_id``."""
-
-    TYPE: ClassVar[str] = "configure"
-    config_id: int
-    workload: Workload
-    enabled: tuple[Backend, ...]
-    profile_every_s: float = 5.0  # a kernel burst per backend this often
-    profile_every_max_s: float = 0.0  # if larger: the interval doubles after each burst, up to this
-    recycle_growth_mib: float = 0.0  # exit to be replaced once RSS grew this much, first uses counted out (0: never)
-    sample_interval_s: float = 0.0  # at least this long between two samples of one backend
-    legacy_api: bool = False  # apply flags as torch.backends.cuda.sdp_kernel(...) does
-    priority: tuple[Backend, ...] = ()  # a custom dispatch order (sdpa_kernel set_priority=True)
-
-
-ENGINE_MEMORY_MIB = 1024.0
-"""The live monitor's default ``recycle_growth_mib`` (``--engine-memory-mib``): on a GPU, torch
-keeps host memory for good (docs/gpu-measurements.md), and a fresh engine gets it back."""
-
-
-@dataclass(frozen=True)
-class SetPaused:
-    TYPE: ClassVar[str] = "set_paused"
-    paused: bool
-
-
-@dataclass(frozen=True)
-class CaptureTraces:
-    """Write one Chrome trace per enabled backend into ``directory``."""
-
-    TYPE: ClassVar[str] = "capture_traces"
-    request_id: int
-    directory: str
-
-
-@dataclass(frozen=True)
-class CaptureKernels:
-    """The engine asks its profiler process for one burst: ``calls`` calls of one backend on one
-    workload, answered by a :class:`KernelCapture` with the same ``config_id`` and ``backend``.
-    With ``trace_path``, the Chrome trace is written there too."""
-
-    TYPE: ClassVar[str] = "capture_kernels"
-    config_id: int
-    workload: Workload
-    backend: Backend
-    calls: int
-    trace_path: str = ""
-
-
-@dataclass(frozen=True)
-class Shutdown:
-    TYPE: ClassVar[str] = "shutdown"
 
 
 # ------------------------------------------------------------------ engine -> UI events
@@ -285,81 +223,3 @@ class StartupTimes:
         return [(name, end - start)
                 for name, start, end in zip(self.phases, (0.0, *self.seconds), self.seconds)]
 
-
-RECORD_TYPES = {
-    cls.TYPE: cls
-    for cls in (
-        Configure,
-        SetPaused,
-        CaptureTraces,
-        CaptureKernels,
-        Shutdown,
-        Ready,
-        BackendStatus,
-        Sample,
-        KernelCapture,
-        Dispatch,
-        PeakFlops,
-        Accuracy,
-        TracesCaptured,
-        Log,
-        EngineError,
-        Recycling,
-        EngineHealth,
-        StartupTimes,
-    )
-}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Backend):
-        return value.value
-    if isinstance(value, Workload):
-        return value.to_dict()
-    if isinstance(value, (KernelInfo, Environment)):
-        return {k: _plain(v) for k, v in asdict(value).items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def encode(record: Any) -> bytes:
-    """Serialise a record to JSON bytes."""
-    body = {f.name: _plain(getattr(record, f.name)) for f in fields(record)}
-    return json.dumps({"type": record.TYPE, "v": PROTOCOL_VERSION, "body": body}).encode()
-
-
-def decode(data: bytes) -> Any:
-    """Parse JSON bytes back into a record, checking type and version."""
-    try:
-        msg = json.loads(data)
-        kind, version, body = msg["type"], msg["v"], msg["body"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProtocolError(f"not a record: {exc}") from exc
-    if version != PROTOCOL_VERSION:
-        raise ProtocolError(f"protocol version {version}, expected {PROTOCOL_VERSION}")
-    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ProtocolError(f"unknown record type {kind!r}")
-    try:
-        return cls(**{f.name: _typed(f.name, body[f.name]) for f in fields(cls) if f.name in body})
-    except (TypeError, ValueError) as exc:
-        raise ProtocolError(f"bad {kind} record: {exc}") from exc
-
-
-def _typed(name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if name in ("backend", "choice"):
-        return Backend(value)
-    if name in ("enabled", "effective", "priority"):
-        return tuple(Backend(v) for v in value)
-    if name == "workload":
-        return Workload.from_dict(value)
-    if name == "environment":
-        return Environment.from_dict(value)
-    if name == "kernels":
-        return tuple(KernelInfo.from_dict(k) for k in value)
-    if isinstance(value, list):
-        return tuple(value)
-    return value

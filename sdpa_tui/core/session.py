@@ -1,19 +1,21 @@
 """What is known so far: the state built from the engine's records, shared by the UI and the report.
 
 A :class:`Session` applies records one by one and answers questions about them (medians,
-the main kernel, speedups). It holds no Textual and no torch.
+the main kernel, speedups). It holds no Textual and no torch. Each backend's own state is a
+:class:`~.backend_state.BackendState`.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from . import kernel_names
+from .backend_state import BackendState, HistoryRow
 from .faster import Faster, FasterTracker
 from .duty import BusyWindow
 from .backends import ALL_BACKENDS, Backend
+from .kernel_short_names import short_name
 from .records import (
     Accuracy,
     PeakFlops,
@@ -28,81 +30,8 @@ from .records import (
     Sample,
     StartupTimes,
 )
-from .stats import Summary, Window
+from .stats import Summary
 from .workload import Workload
-
-HISTORY_LIMIT = 20_000
-"""Samples kept per backend for exports (hours of history at a few samples a second)."""
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    """One sample as it goes to ``history.csv``."""
-
-    time: float
-    config_id: int
-    backend: Backend
-    workload: str
-    gpu_us: float | None
-    eager_us: float
-    kernel_us: float | None
-    flags: str  # "", "throttled", "shared", "throttled+shared"
-
-
-@dataclass
-class BackendState:
-    backend: Backend
-    enabled: bool = True
-    status: str = "waiting"  # waiting | ok | not_eligible | error | oom | disabled
-    reason: str = ""
-    details: tuple[str, ...] = ()
-    kernel: Window = field(default_factory=Window)
-    gpu: Window = field(default_factory=Window)
-    eager: Window = field(default_factory=Window)
-    kernels: tuple[KernelInfo, ...] = ()
-    capture_error: str = ""  # the last kernel capture failed: why (the kernels shown are older)
-    peak_bytes: int | None = None
-    last_sample_time: float = 0.0
-    gpu_method: str = ""
-    eligibility: str = ""  # whether it could run this workload, probed even with its flag off
-    eligibility_reason: str = ""
-    accuracy: Accuracy | None = None
-    version: int = 0  # bumped on every change, so views can skip redrawing what did not change
-    history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
-
-    def clear_numbers(self) -> None:
-        """Forget the measurements of the current workload (the history stays)."""
-        self.version += 1
-        for window in (self.kernel, self.gpu, self.eager):
-            window.clear()
-        self.kernels = ()
-        self.capture_error = ""
-        self.peak_bytes = None
-        self.accuracy = None
-
-    def reset_measurements(self) -> None:
-        """A new workload: numbers, eligibility and status all start again."""
-        self.clear_numbers()
-        self.eligibility = self.eligibility_reason = ""
-        self.status, self.reason, self.details = "waiting", "", ()
-
-    @property
-    def main_kernel(self) -> KernelInfo | None:
-        return kernel_names.main_kernel(self.kernels)
-
-    @property
-    def kernel_count(self) -> int:
-        return len(self.kernels)
-
-    def sparkline_values(self, workload: str, count: int = 60) -> list[float]:
-        """The latest GPU/call values (eager on the CPU) of ``workload``, oldest first."""
-        values: list[float] = []
-        for r in reversed(self.history):  # newest first: stop once there are enough
-            if r.workload == workload:
-                values.append(r.gpu_us if r.gpu_us is not None else r.eager_us)
-                if len(values) == count:
-                    break
-        return values[::-1]
 
 
 @dataclass(frozen=True)
@@ -273,7 +202,7 @@ class Session:
                     status=s.status,
                     reason=s.reason,
                     details=s.details,
-                    main_kernel=kernel_names.short_name(main.name) if main else None,
+                    main_kernel=short_name(main.name) if main else None,
                     main_kernel_full=main.name if main else None,
                     kernels_per_call=len(s.kernels) if s.kernels else None,
                     kernel_us=s.kernel.summary(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..core.records import decode, encode
+from ..core.wire_format import decode, encode
 
 
 class ChannelClosed(Exception):

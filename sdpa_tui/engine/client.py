@@ -6,7 +6,7 @@ import multiprocessing as mp
 import time
 from typing import Any
 
-from ..core.records import Shutdown
+from ..core.engine_commands import Shutdown
 from .channel import Channel, ChannelClosed
 from .worker import main as worker_main
 

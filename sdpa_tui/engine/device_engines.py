@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.records import Configure
+from ..core.engine_commands import Configure
 from ..device_choice import VisibleGpus, cuda_device_of, find_gpus
 from .client import EngineClient
 from .supervisor import EngineSupervisor

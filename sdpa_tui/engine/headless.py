@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.records import Configure, EngineError, Ready
+from ..core.engine_commands import Configure
+from ..core.records import EngineError, Ready
 from ..core.session import Session
 from ..core.workload import Workload
 from .client import EngineClient

@@ -19,7 +19,9 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ..core.records import CaptureKernels, KernelCapture, ProtocolError, Ready, Shutdown
+from ..core.engine_commands import CaptureKernels, Shutdown
+from ..core.records import KernelCapture, Ready
+from ..core.wire_format import ProtocolError
 from .channel import Channel, ChannelClosed
 from .output_capture import OutputCapture
 

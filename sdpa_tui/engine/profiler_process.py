@@ -22,11 +22,16 @@ import signal
 import sys
 import time
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
-from ..core.records import CaptureKernels, KernelCapture, Ready, Shutdown
+from ..core.engine_commands import CaptureKernels, Shutdown
+from ..core.records import KernelCapture, Ready
 from .channel import Channel, ChannelClosed
 from .profiler_client import IDLE_EXIT_S
 from .worker import _die_with_parent
+
+if TYPE_CHECKING:  # the annotation only: torch is imported inside the process, once it runs
+    import torch
 
 WARMUP_CALLS = 3
 """As the engine warms a backend up before timing it."""
@@ -45,7 +50,7 @@ def _inject(kind: str, channel: Channel) -> None:
         channel.conn.send_bytes(b"\x00 not a record")
 
 
-def capture(request: CaptureKernels, device: "torch.device") -> KernelCapture:  # noqa: F821
+def capture(request: CaptureKernels, device: torch.device) -> KernelCapture:
     """One burst for ``request``; an error becomes the record's ``error``, never an exception."""
     import torch
 

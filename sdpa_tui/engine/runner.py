@@ -10,22 +10,18 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..core.backends import ALL_BACKENDS, Backend
+from ..core.engine_commands import CaptureKernels, CaptureTraces, Configure, SetPaused, Shutdown
 from ..core.records import (
     Accuracy,
-    PeakFlops,
     BackendStatus,
-    Recycling,
-    CaptureKernels,
-    CaptureTraces,
-    Configure,
     Dispatch,
     EngineHealth,
     KernelCapture,
     Log,
+    PeakFlops,
     Ready,
+    Recycling,
     Sample,
-    SetPaused,
-    Shutdown,
     TracesCaptured,
 )
 from . import call_memory, clocks, cpu_threads, dispatch, host_memory, profiler_guard, quality

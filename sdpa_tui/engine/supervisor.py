@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.records import Configure, EngineError, Ready, Recycling, Sample, SetPaused
+from ..core.engine_commands import Configure, SetPaused
+from ..core.records import EngineError, Ready, Recycling, Sample
 from .client import EngineClient
 
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.session import HistoryRow
+from ..core.backend_state import HistoryRow
 
 #: The columns of ``history.csv`` and the keys of each ``"history"`` entry in ``snapshot.json``.
 HISTORY_COLUMNS: tuple[str, ...] = (

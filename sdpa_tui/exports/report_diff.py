@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.kernel_names import short_name
+from ..core.kernel_short_names import short_name
 from ..core.workload import Workload, WorkloadError
 from .document_files import UnreadableDocument, read_document
 

@@ -20,7 +20,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.records import ENGINE_MEMORY_MIB, CaptureTraces, Configure, Ready, Sample, TracesCaptured
+from ..core.engine_commands import ENGINE_MEMORY_MIB, CaptureTraces, Configure
+from ..core.records import Ready, Sample, TracesCaptured
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from ..core.backends import ALL_BACKENDS
-from ..core.kernel_names import short_name
+from ..core.kernel_short_names import short_name
 from ..core.call_signature import dtype_name
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 from ..core.watched_calls import CPU_KERNELS_NOTE

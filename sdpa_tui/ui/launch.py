@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from ..core.backends import Backend
-from ..core.records import ENGINE_MEMORY_MIB
+from ..core.engine_commands import ENGINE_MEMORY_MIB
 from ..core.session import Session
 from ..core.workload import Workload
 from ..device_choice import find_gpus

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..core.kernel_names import short_name
+from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
 from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 

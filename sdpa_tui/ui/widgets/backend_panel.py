@@ -11,10 +11,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from ...core import kernel_names
+from ...core import kernel_names, kernel_short_names
 from ...core.backends import Backend
 from ...core.records import KernelInfo
-from ...core.session import BackendRow, BackendState, Session
+from ...core.backend_state import BackendState
+from ...core.session import BackendRow, Session
 from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
 MAX_LISTED = 8
@@ -210,7 +211,7 @@ class BackendPanel(Vertical):
                     if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
         ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)
         for kernel in ranked[:MAX_LISTED]:
-            text.append(f"\n{fmt_time(kernel.duration_us):>10}  {kernel_names.short_name(kernel.name)}", style="dim")
+            text.append(f"\n{fmt_time(kernel.duration_us):>10}  {kernel_short_names.short_name(kernel.name)}", style="dim")
         if len(ranked) > MAX_LISTED:
             text.append(f"\n{'':>10}  … {len(ranked) - MAX_LISTED} more", style="dim")
         text.no_wrap, text.overflow = True, "ellipsis"  # one line per fact; the full names are in exports

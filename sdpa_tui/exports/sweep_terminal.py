@@ -1,43 +1,24 @@
-"""The sweep as people read it: the terminal table and chart, and the JSON, CSV and Markdown files."""
+"""The sweep on the terminal: the progress line per length, the table, the chart and the findings.
+
+Rich renderables for ``sdpa-tui sweep`` and the UI's sweep view; the files are in ``sweep_documents``.
+"""
 
 from __future__ import annotations
 
-import argparse
-import csv
-import datetime as dt
-import io
-from dataclasses import asdict
-from typing import Any
+import math
 
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .. import __version__
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import Environment
-from ..core.sweep import (
-    ERROR,
-    NOT_ELIGIBLE,
-    OOM,
-    SKIPPED,
-    Sweep,
-    SweepPoint,
-    clock_of,
-    log_position,
-    pick_findings,
-)
-from ..core.workload import Workload
+from ..core.sweep_findings import pick_findings
+from ..core.sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
+from .sweep_format import _fastest, _mib, _us, describe_base
 from .tables import environment_line
 
-SCHEMA_VERSION = 2
-"""2: ``pick_not_fastest`` (where SDPA's pick is not the fastest) was added."""
-
-CSV_COLUMNS = (
-    "seq", "kv_seq", "backend", "status", "reason", "gpu_us", "eager_us", "kernel_us", "peak_mib", "tflops",
-    "main_kernel",
-)
 CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip"}
 """What a table cell says where a backend did not run."""
 MARK = {Backend.CUDNN: "C", Backend.FLASH: "F", Backend.EFFICIENT: "E", Backend.MATH: "M"}
@@ -59,19 +40,6 @@ def progress_line(points: list[SweepPoint]) -> str:
     return f"seq {points[0].seq}: " + (" · ".join(parts) or "nothing ran")
 
 
-# ------------------------------------------------------------------ shared formatting
-def _us(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.1f}" if value < 1_000 else f"{value:,.0f}"
-
-
-def _mib(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
-
-
 def _time_unit(us: float) -> str:
     """A time with its unit, three significant digits: 9.6 µs, 210 µs, 1.06 ms, 30.7 ms, 1.2 s."""
     if us < 1_000:
@@ -90,9 +58,12 @@ def _seq_label(seq: int) -> str:
     return str(seq)
 
 
-def describe_base(workload: Workload, kv_fixed: int | None) -> str:
-    """``[2, 8, N, 64] fp16, causal``: the workload with the swept length as N."""
-    return workload.describe(swept=True, kv_fixed=kv_fixed is not None)
+def log_position(value: float, low: float, high: float, steps: int) -> int:
+    """Where ``value`` falls on a log scale from ``low`` (0) to ``high`` (``steps``), rounded."""
+    if steps <= 0 or high <= low:
+        return 0
+    frac = (math.log(value) - math.log(low)) / (math.log(high) - math.log(low))
+    return max(0, min(steps, round(frac * steps)))
 
 
 def _columns(sweep: Sweep, points: list[SweepPoint]) -> tuple[list[Backend], set[Backend]]:
@@ -103,18 +74,6 @@ def _columns(sweep: Sweep, points: list[SweepPoint]) -> tuple[list[Backend], set
     return shown, with_memory
 
 
-def _fastest(points: list[SweepPoint]) -> dict[int, Backend]:
-    """The fastest backend at each length where at least two ran."""
-    best: dict[int, list[tuple[float, Backend]]] = {}
-    gpu = clock_of(points) == "GPU/call"
-    for p in points:
-        value = (p.gpu_us if gpu else p.eager_us) if p.ran else None
-        if value is not None:
-            best.setdefault(p.seq, []).append((value, p.backend))
-    return {seq: min(v, key=lambda x: x[0])[1] for seq, v in best.items() if len(v) > 1}
-
-
-# ------------------------------------------------------------------ the terminal
 def sweep_table(sweep: Sweep, points: list[SweepPoint], kv_fixed: int | None) -> Table:
     shown, with_memory = _columns(sweep, points)
     clock = clock_of(points)
@@ -228,7 +187,6 @@ def render(
     title = f"SDPA sweep · {describe_base(sweep.workloads[0], kv_fixed)} · medians of {clock_of(points)}"
     parts: list[RenderableType] = [Text(environment_line(environment)), Text(title),
                                    sweep_table(sweep, points, kv_fixed)]
-    shown, _ = _columns(sweep, points)
     parts.append(Text(table_legend(sweep, points), style="dim"))
     chart = chart_lines(points, width)
     if chart:
@@ -256,113 +214,3 @@ def render(
     if environment is not None and environment.notes:
         parts.append(Text("; ".join(environment.notes), style="yellow"))
     return Group(*parts)
-
-
-# ------------------------------------------------------------------ files
-def _base_dict(sweep: Sweep, kv_fixed: int | None) -> dict[str, Any]:
-    base = sweep.workloads[0].to_dict()
-    base["seq"] = None  # swept: see "seqs"
-    base["kv_seq"] = kv_fixed  # None: follows seq
-    return base
-
-
-def sweep_dict(
-    sweep: Sweep,
-    points: list[SweepPoint],
-    findings: list[str],
-    environment: Environment | None,
-    kv_fixed: int | None,
-    args: argparse.Namespace | None = None,
-    errors: list[str] | None = None,
-) -> dict[str, Any]:
-    """The document ``sweep --json`` writes."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "sweep",
-        "tool": {"name": "sdpa-tui", "version": __version__},
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "environment": asdict(environment) if environment else None,
-        "base_workload": _base_dict(sweep, kv_fixed),
-        "seqs": sweep.seqs,
-        "kv_seq_follows_seq": kv_fixed is None,
-        "enabled": [b.value for b in sweep.enabled],
-        "stop_after_oom": sweep.stop_after_oom,
-        "duration_s": getattr(args, "duration", None),
-        "clock": clock_of(points),
-        "points": [p.to_dict() for p in points],
-        "crossovers": findings,
-        "picks": {str(seq): pick.value for seq, pick in sorted(sweep.picks.items())},
-        "pick_not_fastest": sweep.not_fastest_dicts(),
-        "pick_findings": pick_findings(sweep),
-        "stopped": sweep.stopped or None,
-        "engine_errors": list(errors or []),
-    }
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return value
-
-
-def sweep_csv(points: list[SweepPoint]) -> str:
-    """One row per (length, backend)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for p in points:
-        d = p.to_dict()
-        writer.writerow([_csv_value(d[c]) for c in CSV_COLUMNS])
-    return buffer.getvalue()
-
-
-def sweep_markdown(
-    sweep: Sweep, points: list[SweepPoint], findings: list[str], environment: Environment | None, kv_fixed: int | None
-) -> str:
-    clock = clock_of(points)
-    gpu = clock == "GPU/call"
-    with_memory = {p.backend for p in points if p.peak_mib is not None}
-    headers = ["seq"]
-    for b in sweep.enabled:
-        headers.append(f"{b.label} {clock} µs")
-        if b in with_memory:
-            headers.append(f"{b.label} peak MiB")
-    by = {(p.seq, p.backend): p for p in points}
-    fastest = _fastest(points)
-    out = [
-        f"# SDPA sweep · {describe_base(sweep.workloads[0], kv_fixed)}",
-        "",
-        environment_line(environment),
-        "",
-        "| " + " | ".join(headers) + " |",
-        "|" + "|".join("---:" for _ in headers) + "|",
-    ]
-    for seq in sweep.seqs:
-        cells = [str(seq)]
-        for b in sweep.enabled:
-            p = by.get((seq, b))
-            if p is None:
-                cells.append("")
-            elif p.ran:
-                text = _us(p.gpu_us if gpu else p.eager_us)
-                cells.append(f"**{text}**" if fastest.get(seq) == b else text)
-            else:
-                cells.append(p.status_text.replace("|", "\\|"))
-            if b in with_memory:
-                cells.append(_mib(p.peak_mib) if p is not None and p.ran else "")
-        out.append("| " + " | ".join(cells) + " |")
-    out += ["", "Bold: fastest at that length. Medians; " + (
-        "GPU/call is device time per call from CUDA graph replay." if gpu
-        else "eager/call is a host-timed back-to-back loop (the CPU has no GPU clock)."), ""]
-    if findings or sweep.stopped:
-        out += ["## Crossovers and limits", ""]
-        out += [f"- {line}" for line in findings]
-        if sweep.stopped:
-            out.append(f"- The sweep {sweep.stopped}")
-        out.append("")
-    picks = pick_findings(sweep)
-    if picks:
-        out += ["## SDPA's pick", ""] + [f"- {line}" for line in picks] + [""]
-    return "\n".join(out)

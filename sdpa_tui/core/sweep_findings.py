@@ -1,0 +1,218 @@
+"""What a sweep's points show, in plain language: the crossovers, the limits, and SDPA's pick.
+
+Pure analysis: no torch, no Textual, no Rich. :func:`crossovers` reads the points of a
+:class:`~.sweep_points.Sweep`; :func:`pick_findings` reads where SDPA's pick was not the fastest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .backends import ALL_BACKENDS, Backend
+from .faster import CLOCK_LABEL
+from .sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
+
+_SIZE = re.compile(r"(needed [\d.,]+ ?[KMGT]?i?B more|needs at least [\d.,]+ ?[KMGT]?i?B)")
+"""How much memory an OOM reason says was wanted: torch's failed allocation, or the engine's
+estimate for MATH (which is not launched when it clearly cannot fit)."""
+
+
+def fmt_us(value: float) -> str:
+    """Microseconds as the findings print them: 9.6, 27.3, 210, 30,654."""
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def _pair(a: float, b: float) -> tuple[str, str]:
+    """Two times formatted with enough digits that two different values never read the same."""
+    for digits in (None, 1, 2, 3):
+        x, y = (fmt_us(a), fmt_us(b)) if digits is None else (f"{a:,.{digits}f}", f"{b:,.{digits}f}")
+        if x != y or a == b:
+            return x, y
+    return x, y
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}x" if value < 10 else f"{value:.0f}x"
+
+
+def _span(seqs: Sequence[int]) -> str:
+    return f"at seq {seqs[0]}" if len(seqs) == 1 else f"from seq {seqs[0]} to {seqs[-1]}"
+
+
+def _runs(seqs: Sequence[int], members: set[int]) -> list[list[int]]:
+    """Maximal runs of consecutive sweep lengths that are all in ``members``."""
+    runs: list[list[int]] = []
+    previous_in = False
+    for s in seqs:
+        if s in members:
+            if previous_in:
+                runs[-1].append(s)
+            else:
+                runs.append([s])
+        previous_in = s in members
+    return runs
+
+
+def _runs_text(runs: list[list[int]]) -> str:
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def pick_findings(sweep: Sweep) -> list[str]:
+    """Where SDPA's pick is not the fastest, beyond the noise: one line naming the lengths, one per length."""
+    if not sweep.not_fastest:
+        if sweep.picks:
+            return ["SDPA's pick is the fastest, or within the noise of the fastest, at every length measured"]
+        return []
+    seqs = sorted(sweep.not_fastest)
+    lines = [f"SDPA's pick is not the fastest at seq {_runs_text(_runs(sweep.seqs, set(seqs)))}"]
+    for seq in seqs:
+        pick, faster = sweep.not_fastest[seq]
+        best = faster[0]
+        lines.append(
+            f"at {seq}: {best.backend.label} is {best.ratio:.2f}x faster than SDPA's pick {pick.label} on "
+            f"{CLOCK_LABEL.get(best.clock, best.clock)} ({fmt_us(best.median)} vs {fmt_us(best.pick_median)} µs); "
+            f"sdpa_kernel([SDPBackend.{best.backend.value}])"
+        )
+    return lines
+
+
+def crossovers(points: Sequence[SweepPoint]) -> list[str]:
+    """Plain-language findings that the points show, and nothing else.
+
+    In this order: which backend is fastest over which range of lengths (lengths where it is
+    the only one that runs are said so); where two backends change places between two
+    neighbouring lengths at which both ran; the first length at which each backend ran out of
+    memory or failed; the lengths at which a backend was not eligible. Times are on the GPU/call
+    clock, or eager/call on the CPU.
+    """
+    points = list(points)
+    if not points:
+        return []
+    clock = clock_of(points)
+    gpu = clock == "GPU/call"
+    seqs = sorted({p.seq for p in points})
+    backends = [b for b in ALL_BACKENDS if any(p.backend == b for p in points)]
+    by = {(p.seq, p.backend): p for p in points}
+
+    def time_of(seq: int, backend: Backend) -> float | None:
+        p = by.get((seq, backend))
+        if p is None or not p.ran:
+            return None
+        value = p.gpu_us if gpu else p.eager_us
+        return value if value is not None and value > 0 else None
+
+    lines: list[str] = []
+    lines += _fastest(seqs, backends, time_of, clock)
+    lines += _overtakes(seqs, backends, time_of, clock)
+    lines += _failures(seqs, backends, by)
+    lines += _ineligible(seqs, backends, by)
+    return lines
+
+
+def _fastest(seqs, backends, time_of, clock) -> list[str]:
+    """One line per run of lengths with the same fastest backend."""
+    runs: list[dict] = []
+    previous = None
+    for seq in seqs:
+        timed = sorted((t, b.value, b) for b in backends if (t := time_of(seq, b)) is not None)
+        if not timed:
+            previous = None
+            continue
+        fastest, alone = timed[0][2], len(timed) == 1
+        margin = timed[1][0] / timed[0][0] if not alone else None
+        key = (fastest, alone)
+        if previous == key:
+            runs[-1]["seqs"].append(seq)
+            runs[-1]["margins"].append(margin)
+            runs[-1]["detail"] = None
+        else:
+            runs.append({"backend": fastest, "alone": alone, "seqs": [seq], "margins": [margin],
+                         "detail": (timed[0][0], timed[1][0], timed[1][2]) if not alone else None})
+        previous = key
+    lines = []
+    for run in runs:
+        label, span = run["backend"].label, _span(run["seqs"])
+        if run["alone"]:
+            if len(backends) > 1:
+                lines.append(f"{label} is the only backend that runs {span}")
+            continue
+        if run["detail"]:
+            best, second, other = run["detail"]
+            a, b = _pair(best, second)
+            lines.append(f"{label} is fastest {span} ({clock} {a} µs vs {b} µs for {other.label})")
+        else:
+            low, high = min(run["margins"]), max(run["margins"])
+            margin = _ratio(low) if _ratio(low) == _ratio(high) else f"{_ratio(low)}–{_ratio(high)}"
+            lines.append(f"{label} is fastest {span}, {margin} ahead of the next fastest ({clock})")
+    return lines
+
+
+def _overtakes(seqs, backends, time_of, clock) -> list[str]:
+    """Where two backends change places between neighbouring lengths at which both ran."""
+    found = []
+    for i, a in enumerate(backends):
+        for b in backends[i + 1:]:
+            common = [s for s in seqs if time_of(s, a) is not None and time_of(s, b) is not None]
+            for s1, s2 in zip(common, common[1:]):
+                before = time_of(s1, a) - time_of(s1, b)
+                after = time_of(s2, a) - time_of(s2, b)
+                if before == 0 or after == 0 or (before > 0) == (after > 0):
+                    continue
+                winner, loser = (a, b) if after < 0 else (b, a)
+                now = _pair(time_of(s2, winner), time_of(s2, loser))
+                then = _pair(time_of(s1, winner), time_of(s1, loser))
+                found.append((s2, ALL_BACKENDS.index(winner), ALL_BACKENDS.index(loser),
+                              f"{winner.label} overtakes {loser.label} at seq {s2} "
+                              f"({clock} {now[0]} µs vs {now[1]} µs; at seq {s1}: {then[0]} µs vs {then[1]} µs)"))
+    return [text for *_, text in sorted(found)]
+
+
+def _failures(seqs, backends, by) -> list[str]:
+    """The first length at which each backend ran out of memory or failed."""
+    lines = []
+    first: dict[Backend, SweepPoint] = {}
+    for b in backends:
+        for s in seqs:
+            p = by.get((s, b))
+            if p is not None and p.status in (OOM, ERROR):
+                first[b] = p
+                break
+    # the inputs themselves did not fit: every backend measured there says so; one line for all
+    inputs_oom: dict[int, list[SweepPoint]] = {}
+    for b, p in first.items():
+        if p.status == OOM and p.reason.startswith("inputs"):
+            inputs_oom.setdefault(p.seq, []).append(p)
+    for seq, pts in sorted(inputs_oom.items()):
+        size = _SIZE.search(pts[0].reason)
+        need = f" ({size.group(1)})" if size else ""
+        lines.append(f"At seq {seq} the inputs themselves do not fit in memory{need}: no backend runs there")
+    for b in backends:
+        p = first.get(b)
+        if p is None or (p.status == OOM and p.reason.startswith("inputs")):
+            continue
+        ran_before = [s for s in seqs if s < p.seq and by.get((s, b)) is not None and by[(s, b)].ran]
+        last = f"last ran at seq {ran_before[-1]}" if ran_before else ""
+        if p.status == OOM:
+            size = _SIZE.search(p.reason)
+            detail = "; ".join(x for x in (size.group(1) if size else "", last) if x)
+            lines.append(f"{b.label} runs out of memory at seq {p.seq}" + (f" ({detail})" if detail else ""))
+        else:
+            lines.append(f"{b.label} fails at seq {p.seq}: {p.reason or 'error'}" + (f" ({last})" if last else ""))
+    return lines
+
+
+def _ineligible(seqs, backends, by) -> list[str]:
+    lines = []
+    for b in backends:
+        judged = [s for s in seqs if by.get((s, b)) is not None and by[(s, b)].status != SKIPPED]
+        refused = [s for s in judged if by[(s, b)].status == NOT_ELIGIBLE]
+        if not refused:
+            continue
+        reason = by[(refused[0], b)].reason
+        suffix = f": {reason}" if reason else ""
+        if refused == judged:
+            lines.append(f"{b.label} is not eligible at any length measured{suffix}")
+        else:
+            lines.append(f"{b.label} is not eligible at seq {_runs_text(_runs(seqs, set(refused)))}{suffix}")
+    return lines
