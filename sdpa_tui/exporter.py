@@ -25,7 +25,7 @@ from .exit_codes import EXIT_USAGE
 from .exports.metrics import LatestMetrics
 from .exports.metrics_address import check_address, check_port, is_loopback
 from .exports.metrics_server import MetricsServerError, serve_metrics
-from .telemetry.nvml import GpuPoller
+from .telemetry.gpu_poller import GpuPoller
 from .telemetry.snapshot import GpuSnapshot
 
 NVML_INTERVAL_S = 1.0

@@ -167,7 +167,7 @@ def test_exporter_serves_the_real_engine_on_the_loopback():
 # ------------------------------------------------------------------ the live monitor
 async def test_live_monitor_publishes_its_session(tmp_path):
     from sdpa_tui.core.workload import Workload
-    from sdpa_tui.ui.launch import LiveApp
+    from sdpa_tui.ui.live_app import LiveApp
     from ui_fakes import FakeEngine
 
     engine = FakeEngine()

@@ -25,6 +25,7 @@ from sdpa_tui.core.records import (
 )
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
+from sdpa_tui.exports import durable_fs
 from sdpa_tui.exports import snapshot as snap
 from sdpa_tui.exports.comparison import SCHEMA_VERSION
 from sdpa_tui.exports.history_csv import HISTORY_COLUMNS
@@ -205,7 +206,7 @@ def test_name_taken_meanwhile_takes_next_suffix(tmp_path, session, monkeypatch, 
 
 
 def test_rename_fallback_without_renameat2(tmp_path, session, monkeypatch):
-    monkeypatch.setattr(snap, "_renameat2", False)
+    monkeypatch.setattr(durable_fs, "_renameat2", False)
     first = write_snapshot(tmp_path, session)
     taken = tmp_path / (first.name + "-2")
     taken.mkdir()

@@ -17,14 +17,12 @@ retry. No Textual here: the UI passes the screen as SVG text.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import math
 import os
 import secrets
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from ..core.session import Session
 from ..telemetry.snapshot import GpuSnapshot
 from .comparison import SCHEMA_VERSION, report_dict
 from .document_files import SNAPSHOT_JSON, UnreadableDocument, read_document
+from .durable_fs import _fsync_dir, _rename_noreplace, _write_file
 from .history_csv import history_csv_text, history_dict
 from .tables import markdown_report
 
@@ -75,28 +74,6 @@ def _write_error(base_dir: Path, exc: BaseException) -> SnapshotError:
     return SnapshotError(f"cannot write snapshot to {base_dir}: {_reason(exc)}", base_dir)
 
 
-def _write_file(path: Path, text: str, newline: str | None = None) -> None:
-    """Write ``text`` to a new file and flush it to disk."""
-    with open(path, "x", encoding="utf-8", newline=newline) as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    """Best effort: make a rename or new entries in ``path`` durable (not all systems allow it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _json_safe(value: Any) -> Any:
     """Plain JSON: NaN and infinities (not valid JSON) become ``null``."""
     if isinstance(value, float):
@@ -110,57 +87,6 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, Backend):
         return value.value
     return value
-
-
-# -- renaming without ever replacing --------------------------------------------------------
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
-_renameat2: Any = None  # None: not looked up yet; False: not available
-
-
-def _get_renameat2() -> Any:
-    global _renameat2
-    if _renameat2 is None:
-        _renameat2 = False
-        if sys.platform.startswith("linux"):
-            try:
-                func = ctypes.CDLL(None, use_errno=True).renameat2
-            except (OSError, AttributeError):
-                pass
-            else:
-                func.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-                func.restype = ctypes.c_int
-                _renameat2 = func
-    return _renameat2
-
-
-def _rename_noreplace(src: Path, dst: Path) -> None:
-    """Rename directory ``src`` to ``dst``; :class:`FileExistsError` if ``dst`` exists, never replacing it.
-
-    Linux: ``renameat2(RENAME_NOREPLACE)``, atomic. Elsewhere (or on file systems without it):
-    claim ``dst`` with ``mkdir`` (atomic, fails if it exists), then rename onto that empty
-    directory of ours.
-    """
-    func = _get_renameat2()
-    if func:
-        if func(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err == errno.EEXIST:
-            raise FileExistsError(err, os.strerror(err), str(dst))
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), str(dst))
-    os.mkdir(dst)  # FileExistsError when taken
-    try:
-        os.rename(src, dst)
-    except OSError as exc:
-        try:
-            os.rmdir(dst)  # ours, still empty (unless someone wrote into it: then it stays theirs)
-        except OSError:
-            pass
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-            raise FileExistsError(exc.errno, os.strerror(exc.errno), str(dst)) from exc
-        raise
 
 
 def _candidate_names(stem: str):

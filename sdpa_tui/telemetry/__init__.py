@@ -1,6 +1,7 @@
 """GPU telemetry through NVML: plain threads and frozen records, no UI code."""
 
-from .nvml import NOT_INSTALLED, GpuPoller, NvmlReader
+from .gpu_poller import GpuPoller
+from .nvml import NOT_INSTALLED, NvmlReader
 from .snapshot import (
     NA,
     NVML_FIELDS,

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .nvml import GpuPoller, NvmlReader, _error_text, import_pynvml
+from .gpu_poller import GpuPoller
+from .nvml import NvmlReader, _error_text, import_pynvml
 from .snapshot import GpuSnapshot
 
 

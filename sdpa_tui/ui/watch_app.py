@@ -17,7 +17,7 @@ from ..core.watch_lab import lab_workload
 from ..core.watch_report import CallRow, WatchReport
 from ..core.workload import WorkloadError
 from .app import SdpaApp
-from .launch import LiveApp
+from .live_app import LiveApp
 from .log_tail import LogTail
 from .screens.calls import CallsScreen
 

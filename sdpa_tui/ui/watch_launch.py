@@ -15,7 +15,8 @@ import time
 
 from ..core.backends import ALL_BACKENDS
 from ..core.workload import Workload
-from .launch import exit_on_signals, make_app, served_by_textual_serve
+from .exit_signals import exit_on_signals
+from .launch import make_app, served_by_textual_serve
 from .watch_app import WatchApp
 
 
