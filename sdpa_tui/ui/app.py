@@ -20,18 +20,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
-from ..core.engine_commands import ENGINE_MEMORY_MIB, CaptureTraces, Configure
-from ..core.records import Ready, Sample, TracesCaptured
+from ..core.engine_commands import ENGINE_MEMORY_MIB, CaptureTraces
 from ..core.session import Session
-from ..core.workload import DTYPES, Workload, WorkloadError
-from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
 from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.snapshot import GpuSnapshot
+from .background_input import BackgroundInput
+from .configuration_keys import ConfigurationKeys
 from .gpu_switching import GpuSwitching
-from .messages import EngineEvent, EngineRecords, GpuUpdate
+from .messages import GpuUpdate
 from .screens.help import HelpScreen
 from .screens.sweep import SweepScreen
-from .screens.workload_form import WorkloadForm
 from .snapshots import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
 from .widgets.dispatch_panel import DispatchPanel
@@ -39,12 +37,6 @@ from .widgets.gpu_overview import GpuOverview
 from .widgets.gpu_panel import GpuPanel
 from .widgets.header import EnvironmentHeader
 
-SAMPLE_INTERVAL_S = 0.25
-"""Each enabled backend is sampled about four times a second while live."""
-PROFILE_EVERY_S = 5.0
-PROFILE_EVERY_MAX_S = 60.0
-"""A kernel burst per backend 5 s after the first, then 10, 20, 40 and every 60 s while the
-workload stays the same: its kernels do not change, and fewer profiler sessions are cheaper."""
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
 COMPACT_BELOW_ROWS = 36
@@ -63,8 +55,12 @@ class MainScreen(Screen):
         self.app.fit_to(event.size.width, event.size.height)
 
 
-class SdpaApp(GpuSwitching, App):
-    """``engine`` and ``gpu_source`` are injected so tests can drive the app without a GPU."""
+class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
+    """``engine`` and ``gpu_source`` are injected so tests can drive the app without a GPU.
+
+    The mixins hold the GPU overview and ``g`` (:class:`GpuSwitching`), the handlers of what
+    background threads post (:class:`BackgroundInput`) and the keys that change what is measured
+    (:class:`ConfigurationKeys`)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "sdpa-tui"
@@ -113,14 +109,11 @@ class SdpaApp(GpuSwitching, App):
         self.flags: set[Backend] = set(session.enabled)  # what the user switched on
         self.priority: tuple[Backend, ...] = ()  # a custom dispatch order; () is torch's
         self.recycle_growth_mib = ENGINE_MEMORY_MIB  # replace the engine once it grew this much
-        self._replacing_engine: float | None = None  # MiB the engine being replaced had grown
         self._poller: Any = None
         self._dirty = True
         self._request_id = 0
-        self._last_error = ""
         self.host_pressure: float | None = None  # % of the last 10 s some task waited for a CPU
         self.host_pressure_source: Callable[[], float | None] | None = None  # make_app: the kernel's PSI
-        self._numbered: tuple[int, set[Backend]] = (-1, set())  # a configuration, backends drawn at once
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -172,65 +165,6 @@ class SdpaApp(GpuSwitching, App):
             self._poller.stop()
         self.engine.stop()
 
-    # -- background input ------------------------------------------------------------------
-    def on_engine_records(self, message: EngineRecords) -> None:
-        for record in message.records:
-            if self.session.apply(record):
-                self._dirty = True
-            if isinstance(record, Ready):
-                self.engine_state = ""
-                mode = "the CPU" if record.environment.is_cpu else record.environment.device_name
-                if self._replacing_engine is None:
-                    self.status(f"engine ready on {mode}")
-                else:
-                    self.status(f"fresh engine ready on {mode}: the last one had grown {self._replacing_engine:,.0f} MiB "
-                                "of host memory (history kept)")
-                self._replacing_engine = None
-            elif isinstance(record, TracesCaptured):
-                self.snapshots.traces_captured(record)
-        if self._first_numbers_of_configuration(message.records):
-            self._redraw()  # a backend's first number after a key or at start: now, not at the next tick
-            self._dirty = True  # and again at the tick, once the layout has settled (cheap: unchanged parts skip)
-        errors = list(self.session.errors)  # kept in the session: snapshots export them
-        if errors and errors[-1] != self._last_error:
-            self._last_error = errors[-1]
-            self.status(errors[-1], error=True)
-
-    def _first_numbers_of_configuration(self, records: list[Any]) -> bool:
-        """Whether ``records`` bring some backend's first number of the current configuration."""
-        current = self.session.config_id
-        if self._numbered[0] != current:
-            self._numbered = (current, set())
-        drawn = self._numbered[1]
-        fresh = {r.backend for r in records if isinstance(r, Sample) and r.config_id == current} - drawn
-        drawn |= fresh
-        return bool(fresh)
-
-    def on_engine_event(self, message: EngineEvent) -> None:
-        event = message.event
-        if isinstance(event, EngineStarting) and event.attempt > 1:
-            self.engine_state = f"restarting the engine (attempt {event.attempt})"
-        elif isinstance(event, EngineRecycled):
-            self._replacing_engine = event.growth_mib
-            self.engine_state = "restarting the engine to give host memory back"
-            self.status(f"the engine's host memory grew {event.growth_mib:,.0f} MiB beyond its first uses "
-                        "(torch keeps it for good); restarting it, history kept")
-        elif isinstance(event, EngineDied):
-            if event.retry_in_s is None:
-                self.engine_state = "engine stopped: it died repeatedly on this workload"
-                self.status(f"engine died again ({event.message}); not retrying: change the workload or press r", error=True)
-            else:
-                self.engine_state = f"engine died; restarting in {event.retry_in_s:.0f} s"
-                self.status(f"engine died: {event.message}; history kept, restarting", error=True)
-        self._dirty = True
-
-    def on_gpu_update(self, message: GpuUpdate) -> None:
-        self.gpu = message.snapshot
-        flags = [name for name, on in (("throttled", message.snapshot.throttled),
-                                       ("shared", bool(message.snapshot.other_processes))) if on]
-        self.session.gpu_flags = "+".join(flags)
-        self._dirty = True
-
     # -- drawing ---------------------------------------------------------------------------
     def _read_host_pressure(self) -> None:
         pressure = self.host_pressure_source()
@@ -270,92 +204,7 @@ class SdpaApp(GpuSwitching, App):
         line.set_class(error, "-error")
         line.update(f"{time.strftime('%H:%M:%S')}  {text}")
 
-    # -- actions ---------------------------------------------------------------------------
-    def _configure_record(self) -> Configure:
-        legacy = self.session.legacy_api
-        flags = tuple(b for b in ALL_BACKENDS if b in self.flags and not (legacy and b is Backend.CUDNN))
-        return Configure(
-            self.session.next_config_id(), self.session.workload, flags,
-            profile_every_s=PROFILE_EVERY_S, profile_every_max_s=PROFILE_EVERY_MAX_S,
-            sample_interval_s=SAMPLE_INTERVAL_S, recycle_growth_mib=self.recycle_growth_mib,
-            legacy_api=legacy, priority=() if legacy else self.priority,
-        )
-
-    def _apply_flags(self) -> None:
-        shown = set(self.flags) | ({Backend.CUDNN} if self.session.legacy_api else set())
-        self.session.set_enabled(tuple(b for b in ALL_BACKENDS if b in shown))
-        self.session.dispatch = None
-        self._reconfigure()
-
-    def _reconfigure(self) -> None:
-        self.engine.configure(self._configure_record())
-        self._dirty = True
-
-    def action_toggle(self, backend_name: str) -> None:
-        backend = Backend(backend_name)
-        if self.session.legacy_api and backend is Backend.CUDNN:
-            self.status("the legacy API has no cuDNN switch: sdp_kernel(...) never touches it (press l to leave legacy mode)",
-                        error=True)
-            return
-        self.flags ^= {backend}
-        self.status(f"{backend.label} flag {'on' if backend in self.flags else 'off'}")
-        self._apply_flags()
-
-    def action_toggle_legacy(self) -> None:
-        self.session.legacy_api = not self.session.legacy_api
-        if self.session.legacy_api:
-            self.status("legacy API: flags applied as torch.backends.cuda.sdp_kernel(enable_flash, enable_math, "
-                        "enable_mem_efficient); it has no cuDNN switch")
-        else:
-            self.status("flags applied with torch.nn.attention.sdpa_kernel (cuDNN has its own switch again)")
-        self._apply_flags()
-
-    def action_rotate_priority(self) -> None:
-        if self.session.legacy_api:
-            self.status("the legacy API has no priority order (press l to leave legacy mode)", error=True)
-            return
-        d = self.session.dispatch
-        current = self.priority or (tuple(Backend(n) for n in d.priority_order) if d and d.priority_order else ALL_BACKENDS)
-        self.priority = current[1:] + current[:1]
-        self.status("priority: " + " > ".join(b.label for b in self.priority) + " (sdpa_kernel set_priority=True)")
-        self._apply_flags()
-
-    def set_workload(self, workload: Workload) -> None:
-        if workload == self.session.workload:
-            return
-        self.session.set_workload(workload)
-        self.status(f"workload: {workload.describe()}")
-        self._reconfigure()
-
-    def _edit(self, **changes: Any) -> None:
-        try:
-            self.set_workload(self.session.workload.with_changes(**changes))
-        except WorkloadError as exc:
-            self.status(f"not changed: {exc}", error=True)
-
-    def action_scale_seq(self, factor: float) -> None:
-        w = self.session.workload
-        same_kv = w.kv_seq == w.seq
-        seq = max(1, int(w.seq * factor))
-        self._edit(seq=seq, kv_seq=seq if same_kv else w.kv_seq)
-
-    def action_cycle_dtype(self) -> None:
-        names = list(DTYPES)
-        self._edit(dtype=names[(names.index(self.session.workload.dtype) + 1) % len(names)])
-
-    def action_toggle_causal(self) -> None:
-        self._edit(mask="none" if self.session.workload.causal else "causal")
-
-    def action_toggle_direction(self) -> None:
-        self._edit(direction="fwd" if self.session.workload.backward else "fwd+bwd")
-
-    def action_edit_workload(self) -> None:
-        def done(workload: Workload | None) -> None:
-            if workload is not None:
-                self.set_workload(workload)
-
-        self.push_screen(WorkloadForm(self.session.workload), done)
-
+    # -- actions (the flag, priority and workload keys are in ConfigurationKeys) -----------
     def action_pause(self) -> None:
         self.paused = not self.paused
         self.engine.set_paused(self.paused)
