@@ -1,11 +1,6 @@
 # On the GPU machine (repo root, carrying .whl and .tfw): every cuda-marked test (full output kept), and a
 # 2-rank torchrun job on the GPU under watch. Writes $OUT/res.tgz.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1
-export PYTHONPATH=$PWD/.site:$PWD
-mkdir -p $OUT/r
+source scripts/gpu-env.sh
 {
 echo "=== ranks on the GPU (2 ranks, gloo, one H100)"
 timeout 150 python3 -m sdpa_tui watch --report $OUT/r/ranks-h100.json -- python3 -m torch.distributed.run \

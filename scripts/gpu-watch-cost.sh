@@ -1,11 +1,6 @@
 # On the GPU machine (repo root, carrying .whl and .tfw): every cuda-marked test, the watched step's cost,
 # the wrapper's per-call cost, and the watch screenshots. Writes $OUT/res.tgz.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1
-export PYTHONPATH=$PWD/.site:$PWD
-mkdir -p $OUT/r
+source scripts/gpu-env.sh
 {
 echo "=== cuda tests"; timeout 270 python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
 echo "=== step cost"; timeout 180 python3 benchmarks/watch_step_cost.py --steps 300 --rounds 1 --json $OUT/r/watch-step-cost-h100.json

@@ -1,13 +1,9 @@
 # On the GPU machine (run from the repo root, carrying .whl and .tfw): watch against torch.profiler.
 # Writes $OUT/res.tgz: the log, benchmarks' JSON, and one watched run's window logs (SDPA_TUI_KEEP_TRACES).
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1 || echo "transformers install failed"
-export PYTHONPATH=$PWD/.site:$PWD
+source scripts/gpu-env.sh
 STEPS=${STEPS:-300}
 ROUNDS=${ROUNDS:-3}
-mkdir -p $OUT/r /tmp/traces
+mkdir -p /tmp/traces
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "transformers", transformers.__version__)'

@@ -222,7 +222,6 @@ class Probe:
             bursts.captures.read_s += time.monotonic() - t0
 
     def state(self, final: bool = False) -> ProcessState:
-        self.rank.refresh()
         calls = [entry.snapshot() for entry in list(self.entries)]
         cuda_seen = any(e.cuda for e in self.entries)
         note = "" if cuda_seen or not self.entries else CPU_KERNELS_NOTE
@@ -236,7 +235,7 @@ class Probe:
     def send(self, final: bool = False) -> None:
         if self.sender is None:
             return
-        self.rank.refresh()
+        self.rank.refresh()  # the state below reads it
         fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error,
                        self.rank.rank)
         if not final and fingerprint == self._last_sent:
