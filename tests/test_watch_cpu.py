@@ -22,11 +22,14 @@ PROGRAMS = ROOT / "tests" / "watch_programs"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def watch(tmp_path: Path, *program: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict]:
+def watch(tmp_path: Path, *program: str, timeout: float = 240,
+          columns: int | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    """``watch --report`` run headless; ``columns``: the terminal width Rich's table is drawn for."""
     report = tmp_path / "calls.json"
     proc = subprocess.run(
         [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--", *program],
-        capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL,
+        env={**ENV, "COLUMNS": str(columns)} if columns else ENV,
     )
     return proc, json.loads(report.read_text()) if report.exists() else {}
 
