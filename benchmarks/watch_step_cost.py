@@ -5,14 +5,16 @@ steps, an hd256 call, a compiled block) in fresh processes, alternated over roun
 
 - ``plain``: python alone;
 - ``wrapper``: the probe installed without profiler windows (what every call pays);
-- ``windows``: the probe with its windows, Kineto detaching CUPTI after each (watch's default);
-- ``windows, CUPTI attached``: the same with ``TEARDOWN_CUPTI=0`` (Kineto's own default);
+- ``windows``: the probe with its windows, CUPTI detached after a window with no other due within 10 s
+  (watch's default, ``sdpa_tui/watch/cupti_detach.py``);
+- ``windows, CUPTI attached``: the same with ``TEARDOWN_CUPTI=0`` (Kineto's own default: attached from the first
+  window on);
 - ``sdpa-tui watch``: the whole command, its parent process and report included.
 
-Prints the median training step per variant (all steps but two, and the second half alone) against
-plain, and writes JSON with every step time.
+Prints the median training step per variant (all steps but two, and the second half alone: past the
+schedule's window at 3 s when the run is long enough) against plain, and writes JSON with every step time.
 
-    python3 benchmarks/watch_step_cost.py --steps 300 --rounds 2 --json out.json
+    python3 benchmarks/watch_step_cost.py --steps 1000 --rounds 2 --json out.json
 """
 
 from __future__ import annotations
@@ -58,10 +60,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", required=True)
+    parser.add_argument("--only", action="append", help="run only this variant (and plain); repeatable")
     args = parser.parse_args()
     times: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         table = variants(args.steps, os.path.join(tmp, "calls.json"))
+        if args.only:
+            table = {name: v for name, v in table.items() if name == "plain" or name in args.only}
         for r in range(args.rounds):
             names = list(table) if r % 2 == 0 else list(table)[::-1]
             for name in names:

@@ -1,9 +1,20 @@
-# On the GPU machine (repo root, carrying .whl and .tfw): every cuda-marked test, the watched step's cost,
-# the wrapper's per-call cost, and the watch screenshots. Writes $OUT/res.tgz.
+# On the GPU machine (repo root, carrying .whl and .tfw). PART=tests: watch's cuda tests and the wrapper's
+# per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS); PART=shots: the watch
+# screenshots. Writes $OUT/res.tgz.
 source scripts/gpu-env.sh
+PART=${PART:-tests}
 {
-echo "=== cuda tests"; timeout 270 python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
-echo "=== step cost"; timeout 180 python3 benchmarks/watch_step_cost.py --steps 300 --rounds 1 --json $OUT/r/watch-step-cost-h100.json
-echo "=== watch screenshots"; timeout 100 python3 scripts/watch_screenshots.py --device cuda --out $OUT/r --tag h100
-} 2>&1 | tee $OUT/r/log.txt
+nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
+case $PART in
+  tests)
+    echo "=== watch cuda tests"; timeout 330 python3 -m pytest -q -p no:cacheprovider --durations=8 tests/test_watch_cuda.py 2>&1 | tail -25
+    echo "=== per-call cost"; timeout 200 python3 benchmarks/watch_overhead.py --repeats 7 --steps 5 --json $OUT/r/watch-overhead-h100.json ;;
+  step)
+    echo "=== step cost"; timeout 560 python3 benchmarks/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \
+      --json $OUT/r/watch-step-cost-h100.json ${ONLY:-} ;;
+  shots)
+    echo "=== watch screenshots"; timeout 100 python3 scripts/watch_screenshots.py --device cuda --out $OUT/r --tag h100 ;;
+esac
+} 2>&1 | tee $OUT/r/log-$PART.txt
 tar czf $OUT/res.tgz -C $OUT r

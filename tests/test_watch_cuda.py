@@ -87,3 +87,15 @@ def test_compiled_attention_is_named_its_kernels_seen_and_dynamo_unchanged(tmp_p
     assert graph["count_exact"] and graph["site"].endswith("compiled_attention.py:14") and graph["compiled_fn"] == "attend"
     assert graph["backend"] and attention_backends(graph["kernels"]) == {graph["backend"]}
     assert graph["kernel_us"]["n"] > 0
+
+
+def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_profiled(tmp_path):
+    """After the window at 3 s none is due for 27 s: watch lets Kineto detach CUPTI (a launch costs less from then
+    on). Shapes that appear later re-attach it and are profiled, and a pause with no CUDA call hangs nothing."""
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "late_shapes.py"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    captures = report["captures"]
+    assert captures["detached"] >= 1 and captures["untimed"] == 0 and not captures["failures"], captures
+    assert len(report["calls"]) == 3
+    for call in report["calls"]:
+        assert call["kernel_us"]["n"] >= 8 and call["kernels"], (call["q_shape"], call["kernel_us"], captures)

@@ -108,6 +108,7 @@ class Captures:
     gpu_us: float = 0.0  # every GPU activity of the process inside the windows
     no_gpu: int = 0  # windows whose SDPA calls on CUDA showed no GPU activity at all
     untimed: int = 0  # windows the profiler returned with GPU records untimed (their calls are left out)
+    detached: int = 0  # windows after which Kineto was told to detach CUPTI (watch/cupti_detach.py)
     failures: list[str] = field(default_factory=list)  # the first MAX_FAILURES, one line each
 
     def failed(self, what: str, exc: BaseException) -> None:
@@ -118,14 +119,14 @@ class Captures:
     def to_dict(self) -> dict[str, Any]:
         return {"count": self.count, "profiled_s": round(self.profiled_s, 4), "stop_s": round(self.stop_s, 4),
                 "read_s": round(self.read_s, 4), "gpu_us": self.gpu_us, "no_gpu": self.no_gpu,
-                "untimed": self.untimed, "failures": list(self.failures)}
+                "untimed": self.untimed, "detached": self.detached, "failures": list(self.failures)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "Captures":
         d = d or {}
         return cls(int(d.get("count", 0)), float(d.get("profiled_s", 0.0)), float(d.get("stop_s", 0.0)),
                    float(d.get("read_s", 0.0)), float(d.get("gpu_us", 0.0)), int(d.get("no_gpu", 0)),
-                   int(d.get("untimed", 0)), [str(f) for f in d.get("failures", ())])
+                   int(d.get("untimed", 0)), int(d.get("detached", 0)), [str(f) for f in d.get("failures", ())])
 
     @classmethod
     def total(cls, many: Iterable["Captures"]) -> "Captures":
@@ -138,6 +139,7 @@ class Captures:
             out.gpu_us += c.gpu_us
             out.no_gpu += c.no_gpu
             out.untimed += c.untimed
+            out.detached += c.detached
             out.failures.extend(c.failures)
         return out
 

@@ -28,6 +28,7 @@ import torch
 
 from ..core.watched_calls import Captures
 from ..core.window_reading import WindowReading
+from .cupti_detach import CuptiDetach
 from .window_files import export, log, read
 
 SCHEDULE_S = (3.0, 30.0)
@@ -66,6 +67,7 @@ class KernelBursts:
         self.exported: list[str] = []  # their traces, to be read by the background thread
         self.stopped = threading.Event()  # wakes the background thread to export a stopped window at once
         self._export_lock = threading.Lock()
+        self.cupti = CuptiDetach()
 
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
@@ -83,15 +85,17 @@ class KernelBursts:
         """Make a burst due for a wanted signature if the gap allows (a short one for a never-profiled one)."""
         if self.coverage_open():
             self.due = True
-        elif (never_profiled and self.enabled and not self.active and self._quick < QUICK_BURSTS
-              and time.monotonic() - self._ended >= QUICK_GAP_S):
+        elif never_profiled and self._quick < QUICK_BURSTS and self._gap_passed(QUICK_GAP_S):
             self.due = True
             self._quick += 1
 
     def coverage_open(self) -> bool:
         """May a wanted signature's call start a burst now?"""
-        return (self.enabled and not self.active
-                and time.monotonic() - self._ended >= max(MIN_GAP_S, COVERAGE_GAP * self._last_cost))
+        return self._gap_passed(max(MIN_GAP_S, COVERAGE_GAP * self._last_cost))
+
+    def _gap_passed(self, gap: float) -> bool:
+        now = time.monotonic()
+        return self.enabled and not self.active and now - self._ended >= gap and not self.cupti.guarding(now)
 
     def next_due(self) -> float | None:
         if self._origin is None:
@@ -104,7 +108,7 @@ class KernelBursts:
         if not self.enabled:
             return False
         due = self.next_due()
-        if due is not None and not self.active and time.monotonic() >= due:
+        if due is not None and time.monotonic() >= due and self._gap_passed(0.0):
             self.due = self.scheduled_due = True
             self._done += 1
         return self.due
@@ -121,6 +125,8 @@ class KernelBursts:
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
         profiler = profile(activities=activities, record_shapes=True)
+        if cuda:
+            self.cupti.before_start()
         try:
             log("start", _quiet_fd2(profiler.start))
         except Exception as exc:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
@@ -140,16 +146,22 @@ class KernelBursts:
         return (self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and enough)
                 or (enough and covered and not self._scheduled))
 
-    def stop(self) -> None:
+    def stop(self, final: bool = False) -> None:
+        """``final``: the program's last window (CUPTI is not detached after it)."""
         profiler, self._profiler, self.active = self._profiler, None, False
         stopping = time.monotonic()
         if profiler is None:
             self._ended = stopping
             return
         try:
+            detach = ""
             if torch.cuda.is_initialized():
                 torch.cuda.synchronize()
-            log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s", _quiet_fd2(profiler.stop))
+                due = self.next_due()
+                if self.cupti.before_stop(None if due is None else due - stopping, final):
+                    detach = ", CUPTI detached"
+                    self.captures.detached += 1
+            log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s{detach}", _quiet_fd2(profiler.stop))
         except Exception as exc:  # noqa: BLE001
             log(f"stop failed: {exc!r}")
             self.captures.failed("stop", exc)

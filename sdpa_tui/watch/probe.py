@@ -201,6 +201,7 @@ class Probe:
             if self._stop.is_set():
                 return
             try:
+                self.bursts.cupti.poke()  # a teardown of CUPTI under way finishes in a CUDA call
                 self.flag_state.refresh()  # a change made other than through torch's setters
                 self.collect()
                 if self.bursts.poll():
@@ -257,7 +258,7 @@ class Probe:
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
         try:
             if self.bursts.active:
-                self.bursts.stop()
+                self.bursts.stop(final=True)
             self.collect()
         except Exception:  # noqa: BLE001
             pass

@@ -1,0 +1,82 @@
+"""When a watched process lets Kineto detach CUPTI after a profiler window, and how no window races it.
+
+Kineto leaves CUPTI attached to the process after a trace (pytorch#146604), and every kernel launch
+pays for it from then on: a host-bound transformers Llama step ran about 20 % slower for the rest
+of the run on the H100 (``docs/watch-truth.md``). With ``TEARDOWN_CUPTI=1`` in the environment when
+a trace stops, Kineto detaches it: a thread of its own waits for the next CUDA runtime call and
+calls ``cuptiFinalize`` from inside it. A window that starts before that has happened races the
+teardown (a short program with windows in quick succession hung on the H100). So:
+
+- the variable is set only for the stop of a window after which none is due for ``DETACH_AFTER_S``
+  (the schedule's), and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
+  left as it is, and obeyed: ``1`` detaches after every window, anything else never does);
+- it is set again before any later start, so Kineto re-attaches its callbacks (its lazy re-init);
+- after a stop that detaches, no window starts for ``GUARD_S``, and the probe's background thread
+  makes a CUDA runtime call meanwhile (``cudaGetDevice``: no context is created), so the teardown
+  finishes even in a program that makes no CUDA call for a while.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+ENV = "TEARDOWN_CUPTI"
+OURS = "SDPA_TUI_TEARDOWN_CUPTI"
+"""Set beside ``ENV`` while watch set it: a child process (spawned, or started by the program) inherits both and
+knows the value is not the user's."""
+DETACH_AFTER_S = 10.0
+"""A window's stop detaches CUPTI when the schedule's next window is at least this far away."""
+GUARD_S = 1.0
+"""After a stop that detached CUPTI, no window starts for this long."""
+
+
+class CuptiDetach:
+    """The environment Kineto reads at a window's start and stop, and the guard after a detaching stop."""
+
+    def __init__(self) -> None:
+        ours = os.environ.get(OURS) == "1"
+        self.user_value = None if ours else os.environ.get(ENV)  # the user's own choice, obeyed and never changed
+        self.detached_at: float | None = None
+        self._ever = False
+
+    def before_start(self) -> None:
+        """Kineto re-attaches the callbacks it detached only while the variable says ``1``."""
+        if self.user_value is None and self._ever:
+            _set(True)
+
+    def before_stop(self, next_due_in_s: float | None, final: bool = False) -> bool:
+        """Set the variable for this stop; True if Kineto will detach CUPTI after it. ``next_due_in_s``: when the
+        schedule's next window is due (None: no schedule yet). The program's last window never detaches (a
+        teardown thread left waiting at exit)."""
+        if self.user_value is not None:
+            detach = self.user_value == "1"
+        else:
+            detach = not final and (next_due_in_s is None or next_due_in_s >= DETACH_AFTER_S)
+            _set(detach)
+            self._ever = self._ever or detach
+        if detach:
+            self.detached_at = time.monotonic()
+        return detach
+
+    def guarding(self, now: float) -> bool:
+        """Is a teardown perhaps still under way (no window may start)?"""
+        return self.detached_at is not None and now - self.detached_at < GUARD_S
+
+    def poke(self) -> None:
+        """Background thread: a CUDA runtime call, in whose exit Kineto's waiting teardown finalizes CUPTI."""
+        if self.guarding(time.monotonic()):
+            try:
+                torch.cuda.current_device()
+            except Exception:  # noqa: BLE001 - a poke that fails leaves the teardown to the program's next call
+                pass
+
+
+def _set(on: bool) -> None:
+    if on:
+        os.environ[ENV] = os.environ[OURS] = "1"
+    else:
+        os.environ.pop(ENV, None)
+        os.environ.pop(OURS, None)

@@ -1,0 +1,66 @@
+"""When watch lets Kineto detach CUPTI after a window, and that no window starts while a teardown may be under way."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sdpa_tui.watch import bursts, cupti_detach
+from sdpa_tui.watch.cupti_detach import DETACH_AFTER_S, ENV, OURS, CuptiDetach
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv(OURS, raising=False)
+    yield
+    os.environ.pop(ENV, None)
+    os.environ.pop(OURS, None)
+
+
+def test_detached_only_when_no_window_is_due_soon_and_never_after_the_last(clean_env):
+    policy = CuptiDetach()
+    assert not policy.before_stop(DETACH_AFTER_S / 2), "the schedule's next window is near: CUPTI stays"
+    assert ENV not in os.environ
+    assert policy.before_stop(DETACH_AFTER_S * 2)
+    assert os.environ[ENV] == "1", "Kineto reads the variable when the trace stops"
+    assert policy.guarding(policy.detached_at)
+    assert not policy.before_stop(DETACH_AFTER_S / 2)
+    assert ENV not in os.environ, "a stop with a window due soon leaves CUPTI attached"
+    policy.before_start()
+    assert os.environ[ENV] == "1", "once detached, every start lets Kineto re-attach its callbacks"
+    assert not policy.before_stop(DETACH_AFTER_S * 2, final=True), "no teardown thread is left waiting at exit"
+
+
+@pytest.mark.parametrize("value, detaches", [("1", True), ("0", False)])
+def test_the_users_own_setting_is_obeyed_and_left_alone(clean_env, monkeypatch, value, detaches):
+    monkeypatch.setenv(ENV, value)
+    policy = CuptiDetach()
+    assert policy.before_stop(DETACH_AFTER_S / 2) is detaches
+    assert policy.before_stop(DETACH_AFTER_S * 2) is detaches
+    policy.before_start()
+    assert os.environ[ENV] == value
+
+
+def test_a_child_that_inherits_watchs_setting_does_not_take_it_for_the_users(clean_env):
+    CuptiDetach().before_stop(DETACH_AFTER_S * 2)
+    child = CuptiDetach()  # a process started while the variable was set by watch
+    assert child.user_value is None
+    assert not child.before_stop(DETACH_AFTER_S / 2)
+
+
+def test_no_window_starts_while_a_teardown_may_be_under_way(clean_env, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(cupti_detach.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(bursts.time, "monotonic", lambda: clock[0])
+    windows = bursts.KernelBursts()
+    windows.arm()
+    windows._ended = clock[0] - 60  # the last window ended long ago
+    windows.cupti.detached_at = clock[0]  # ... but the stop just now detached CUPTI
+    windows.signature_seen()
+    assert not windows.due and not windows.coverage_open(), "a new signature waits for the teardown"
+    windows._origin = clock[0] - bursts.SCHEDULE_S[0]
+    assert not windows.poll(), "so does the schedule's window"
+    clock[0] += cupti_detach.GUARD_S
+    assert windows.coverage_open() and windows.poll()
