@@ -64,3 +64,20 @@ def test_no_window_starts_while_a_teardown_may_be_under_way(clean_env, monkeypat
     assert not windows.poll(), "so does the schedule's window"
     clock[0] += cupti_detach.GUARD_S
     assert windows.coverage_open() and windows.poll()
+
+
+def test_a_window_due_from_before_a_detaching_stop_waits_for_the_guard(clean_env, monkeypatch):
+    """The schedule's window can fall due while another is starting (its first start attaches CUPTI, seconds on
+    the H100): when that one stops and detaches, the due window must still wait."""
+    clock = [1000.0]
+    monkeypatch.setattr(cupti_detach.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(bursts.time, "monotonic", lambda: clock[0])
+    windows = bursts.KernelBursts()
+    windows.due = True
+    windows.cupti.detached_at = clock[0]
+    windows.start()
+    assert not windows.active and windows.due, "not started, still due"
+    clock[0] += cupti_detach.GUARD_S
+    windows.start()
+    assert windows.active and not windows.due
+    windows.stop()

@@ -94,6 +94,7 @@ def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_pr
     on). Shapes that appear later re-attach it and are profiled, and a pause with no CUDA call hangs nothing."""
     proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "late_shapes.py"), timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, "the profiler's windows say nothing on the program's stderr"
     captures = report["captures"]
     assert captures["detached"] >= 1 and captures["untimed"] == 0 and not captures["failures"], captures
     assert len(report["calls"]) == 3

@@ -19,6 +19,7 @@ are kept off the program's stderr.
 
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
 import threading
@@ -117,6 +118,8 @@ class KernelBursts:
         """Start the due window, the last one exported first if the background thread has not yet."""
         from torch.profiler import ProfilerActivity, profile
 
+        if self.cupti.guarding(time.monotonic()):  # due from before a stop that detached CUPTI: after the guard
+            return
         if self.finished:  # not exported yet: now, on this thread (a short program's new signature can't wait)
             t0 = time.monotonic()
             self.export_all()
@@ -124,7 +127,9 @@ class KernelBursts:
         self._scheduled, self.due, self.scheduled_due = self.scheduled_due, False, False
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
-        profiler = profile(activities=activities, record_shapes=True)
+        # acc_events: one cycle per profiler, so nothing accumulates; torch before 2.12 warns on the program's stderr
+        # that "Profiler clears events at the end of each cycle" unless it is set (pytorch#180387)
+        profiler = profile(activities=activities, record_shapes=True, **_ACC_EVENTS)
         if cuda:
             self.cupti.before_start()
         try:
@@ -191,6 +196,9 @@ class KernelBursts:
     def read_next(self) -> WindowReading:
         """Background thread: read the oldest exported window (``window_files``)."""
         return read(self.exported.pop(0))
+
+
+_ACC_EVENTS = {"acc_events": True} if "acc_events" in inspect.signature(torch.profiler.profile).parameters else {}
 
 
 def _quiet_fd2(fn) -> list[str]:
