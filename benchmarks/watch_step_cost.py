@@ -60,13 +60,14 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", required=True)
-    parser.add_argument("--only", action="append", help="run only this variant (and plain); repeatable")
+    parser.add_argument("--only", action="append", help="run only the variants whose name holds this word (and plain); "
+                        "repeatable")
     args = parser.parse_args()
     times: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         table = variants(args.steps, os.path.join(tmp, "calls.json"))
         if args.only:
-            table = {name: v for name, v in table.items() if name == "plain" or name in args.only}
+            table = {name: v for name, v in table.items() if name == "plain" or any(w in name for w in args.only)}
         for r in range(args.rounds):
             names = list(table) if r % 2 == 0 else list(table)[::-1]
             for name in names:

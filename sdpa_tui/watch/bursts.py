@@ -55,6 +55,7 @@ class KernelBursts:
         self.scheduled_due = False  # the due burst is the schedule's (it runs BURST_S whatever it covers)
         self._scheduled = False
         self.active = False
+        self._starting = False
         self.calls = 0
         self.captures = Captures()
         self._profiler = None
@@ -96,7 +97,8 @@ class KernelBursts:
 
     def _gap_passed(self, gap: float) -> bool:
         now = time.monotonic()
-        return self.enabled and not self.active and now - self._ended >= gap and not self.cupti.guarding(now)
+        return (self.enabled and not self.active and not self._starting and now - self._ended >= gap
+                and not self.cupti.guarding(now))
 
     def next_due(self) -> float | None:
         if self._origin is None:
@@ -132,6 +134,7 @@ class KernelBursts:
         profiler = profile(activities=activities, record_shapes=True, **_ACC_EVENTS)
         if cuda:
             self.cupti.before_start()
+        self._starting = True  # the first start attaches CUPTI (seconds on the H100): no schedule falls due meanwhile
         try:
             log("start", _quiet_fd2(profiler.start))
         except Exception as exc:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
@@ -139,6 +142,8 @@ class KernelBursts:
             self.captures.failed("start", exc)
             self._ended = time.monotonic()
             return
+        finally:
+            self._starting = False
         self._profiler, self._started, self.calls, self.active = profiler, time.monotonic(), 0, True
 
     def should_stop(self, covered: bool = False) -> bool:
