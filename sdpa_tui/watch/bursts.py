@@ -156,8 +156,9 @@ class KernelBursts:
         return (self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and enough)
                 or (enough and covered and not self._scheduled))
 
-    def stop(self, final: bool = False) -> None:
-        """``final``: the program's last window (CUPTI is not detached after it)."""
+    def stop(self, final: bool = False, wanted_left: bool = False) -> None:
+        """``final``: the program's last window; ``wanted_left``: a signature still wants samples (CUPTI is not
+        detached after either)."""
         profiler, self._profiler, self.active = self._profiler, None, False
         stopping = time.monotonic()
         if profiler is None:
@@ -168,7 +169,7 @@ class KernelBursts:
             if torch.cuda.is_initialized():
                 torch.cuda.synchronize()
                 due = self.next_due()
-                if self.cupti.before_stop(None if due is None else due - stopping, final):
+                if self.cupti.before_stop(None if due is None else due - stopping, final, wanted_left):
                     detach = ", CUPTI detached"
                     self.captures.detached += 1
             log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s{detach}", _quiet_fd2(profiler.stop))

@@ -8,7 +8,8 @@ calls ``cuptiFinalize`` from inside it. A window that starts before that has hap
 teardown (a short program with windows in quick succession hung on the H100). So:
 
 - the variable is set only for the stop of a window after which none is due for ``DETACH_AFTER_S``
-  (the schedule's), and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
+  (the schedule's) and no signature still wants samples (a short program's coverage windows follow
+  each other closely, and never detach), and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
   left as it is, and obeyed: ``1`` detaches after every window, anything else never does);
 - it is set again before any later start, so Kineto re-attaches its callbacks (its lazy re-init);
 - after a stop that detaches, no window starts for ``GUARD_S``, and the probe's background thread
@@ -29,7 +30,7 @@ OURS = "SDPA_TUI_TEARDOWN_CUPTI"
 knows the value is not the user's."""
 DETACH_AFTER_S = 10.0
 """A window's stop detaches CUPTI when the schedule's next window is at least this far away."""
-GUARD_S = 1.0
+GUARD_S = 0.5
 """After a stop that detached CUPTI, no window starts for this long."""
 
 
@@ -47,14 +48,15 @@ class CuptiDetach:
         if self.user_value is None and self._ever:
             _set(True)
 
-    def before_stop(self, next_due_in_s: float | None, final: bool = False) -> bool:
+    def before_stop(self, next_due_in_s: float | None, final: bool = False, wanted_left: bool = False) -> bool:
         """Set the variable for this stop; True if Kineto will detach CUPTI after it. ``next_due_in_s``: when the
-        schedule's next window is due (None: no schedule yet). The program's last window never detaches (a
-        teardown thread left waiting at exit)."""
+        schedule's next window is due (None: no schedule yet); ``wanted_left``: a signature still wants samples.
+        The program's last window never detaches (a teardown thread left waiting at exit)."""
         if self.user_value is not None:
             detach = self.user_value == "1"
         else:
-            detach = not final and (next_due_in_s is None or next_due_in_s >= DETACH_AFTER_S)
+            detach = (not final and not wanted_left
+                      and (next_due_in_s is None or next_due_in_s >= DETACH_AFTER_S))
             _set(detach)
             self._ever = self._ever or detach
         if detach:

@@ -154,7 +154,7 @@ class Probe:
         bursts = self.bursts
         if bursts.active:
             if bursts.should_stop(self.covered()):
-                bursts.stop()
+                bursts.stop(wanted_left=self.wanted_left())
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
@@ -167,6 +167,11 @@ class Probe:
         """Does every signature that ran in this burst have its samples, counting this burst's calls?"""
         entries = self.entries
         return all(entries[i].profiled + n >= entries[i].needed for i, n in list(self.in_burst.items()))
+
+    def wanted_left(self) -> bool:
+        """Does a signature still want samples, counting this burst's calls?"""
+        in_burst = self.in_burst
+        return any(e.wanted and e.profiled + in_burst.get(e.index, 0) < e.needed for e in list(self.entries))
 
     def graph_run(self, entries: list[Entry], compiled, args, kwargs):
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
@@ -195,8 +200,9 @@ class Probe:
 
     def _run(self) -> None:
         stopped = self.bursts.stopped  # a stopped window is exported at once: the next may not start before
+        cupti = self.bursts.cupti
         while not self._stop.is_set():
-            stopped.wait(SEND_EVERY_S)
+            stopped.wait(0.05 if cupti.guarding(time.monotonic()) else SEND_EVERY_S)  # poked often while guarding
             stopped.clear()
             if self._stop.is_set():
                 return
