@@ -1,4 +1,5 @@
-"""When watch lets Kineto detach CUPTI after a window, and that no window starts while a teardown may be under way."""
+"""When watch lets Kineto detach CUPTI after a window, that no window starts while a teardown may be under way, and
+that a window spent on first calls is followed at once."""
 
 from __future__ import annotations
 
@@ -83,3 +84,18 @@ def test_a_window_due_from_before_a_detaching_stop_waits_for_the_guard(clean_env
     windows.start()
     assert windows.active and not windows.due
     windows.stop()
+
+
+def test_a_window_spent_on_first_calls_is_followed_at_once(clean_env):
+    """H100: a short program's first window went to five first calls (3 s of plans built), and its remaining
+    calls ran within the quick gap, so no signature got a sample."""
+    windows = bursts.KernelBursts()
+    windows.due = True
+    windows.start()
+    windows.stop(wanted_left=True, sampled=0)
+    windows.cover(never_profiled=False)
+    assert windows.due, "no gap after a window that sampled nothing"
+    windows.start()
+    windows.stop(wanted_left=True, sampled=bursts.MIN_BURST_CALLS)
+    windows.cover(never_profiled=False)
+    assert not windows.due, "a window that sampled enough is followed after the usual gap"

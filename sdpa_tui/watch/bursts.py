@@ -12,18 +12,19 @@ When: a new CUDA signature makes a window due at once (unless the last ended too
 signature with fewer than ``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its
 next call starts a window when the last one ended long enough ago (``COVERAGE_GAP``: at least
 ``MIN_GAP_S``, and four times what the last window cost, so coverage profiles at most a fifth of
-the time); such a window ends once the signatures in it have their samples. Calls of signatures
+the time); such a window ends once the signatures in it have their samples. A window spent on first
+calls (plans built: seconds) with too few other calls is followed at once by another. Calls of signatures
 already covered never start one. Then on the schedule below. Kineto's start/stop lines on fd 2
 are kept off the program's stderr.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import tempfile
 import threading
 import time
+import warnings
 
 import torch
 
@@ -56,6 +57,7 @@ class KernelBursts:
         self._scheduled = False
         self.active = False
         self._starting = False
+        self._follow_up = False  # the last window was spent on first calls: the next may start without a gap
         self.calls = 0
         self.captures = Captures()
         self._profiler = None
@@ -85,7 +87,7 @@ class KernelBursts:
 
     def cover(self, never_profiled: bool) -> None:
         """Make a burst due for a wanted signature if the gap allows (a short one for a never-profiled one)."""
-        if self.coverage_open():
+        if self.coverage_open() or self._follow_up and self._gap_passed(0.0):
             self.due = True
         elif never_profiled and self._quick < QUICK_BURSTS and self._gap_passed(QUICK_GAP_S):
             self.due = True
@@ -126,17 +128,15 @@ class KernelBursts:
             t0 = time.monotonic()
             self.export_all()
             self.captures.stop_s += time.monotonic() - t0
-        self._scheduled, self.due, self.scheduled_due = self.scheduled_due, False, False
+        self._scheduled, self.due, self.scheduled_due, self._follow_up = self.scheduled_due, False, False, False
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
-        # acc_events: one cycle per profiler, so nothing accumulates; torch before 2.12 warns on the program's stderr
-        # that "Profiler clears events at the end of each cycle" unless it is set (pytorch#180387)
-        profiler = profile(activities=activities, record_shapes=True, **_ACC_EVENTS)
+        profiler = profile(activities=activities, record_shapes=True)
         if cuda:
             self.cupti.before_start()
         self._starting = True  # the first start attaches CUPTI (seconds on the H100): no schedule falls due meanwhile
         try:
-            log("start", _quiet_fd2(profiler.start))
+            log("start", _quiet_fd2(lambda: _start(profiler)))
         except Exception as exc:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
             log(f"start failed: {exc!r}")
             self.captures.failed("start", exc)
@@ -156,9 +156,11 @@ class KernelBursts:
         return (self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and enough)
                 or (enough and covered and not self._scheduled))
 
-    def stop(self, final: bool = False, wanted_left: bool = False) -> None:
-        """``final``: the program's last window; ``wanted_left``: a signature still wants samples (CUPTI is not
-        detached after either)."""
+    def stop(self, final: bool = False, wanted_left: bool = False, sampled: int = MIN_BURST_CALLS) -> None:
+        """``final``: the program's last window; ``wanted_left``: a signature that ran in it still wants samples
+        (CUPTI is not detached after either). ``sampled``: its calls that were not a signature's first; a window
+        spent on first calls (plans built, seconds) is followed at once by another if samples are wanted."""
+        self._follow_up = wanted_left and sampled < MIN_BURST_CALLS
         profiler, self._profiler, self.active = self._profiler, None, False
         stopping = time.monotonic()
         if profiler is None:
@@ -204,7 +206,14 @@ class KernelBursts:
         return read(self.exported.pop(0))
 
 
-_ACC_EVENTS = {"acc_events": True} if "acc_events" in inspect.signature(torch.profiler.profile).parameters else {}
+def _start(profiler) -> None:
+    """Torch before 2.12 warns on the program's stderr that "Profiler clears events at the end of each cycle" at
+    a profiler's first start, cycles or not (pytorch#180387). ``acc_events=True`` would silence it, but makes every
+    stop turn the whole trace into Python events on the calling thread (seconds on the H100): the warning is
+    ignored instead, for this start only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
+        profiler.start()
 
 
 def _quiet_fd2(fn) -> list[str]:

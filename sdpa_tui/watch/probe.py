@@ -153,8 +153,9 @@ class Probe:
         """On the calling thread: start a due burst, stop a finished one."""
         bursts = self.bursts
         if bursts.active:
-            if bursts.should_stop(self.covered()):
-                bursts.stop(wanted_left=self.wanted_left())
+            covered = self.covered()
+            if bursts.should_stop(covered):
+                bursts.stop(wanted_left=not covered, sampled=sum(self.in_burst.values()))
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
@@ -167,11 +168,6 @@ class Probe:
         """Does every signature that ran in this burst have its samples, counting this burst's calls?"""
         entries = self.entries
         return all(entries[i].profiled + n >= entries[i].needed for i, n in list(self.in_burst.items()))
-
-    def wanted_left(self) -> bool:
-        """Does a signature still want samples, counting this burst's calls?"""
-        in_burst = self.in_burst
-        return any(e.wanted and e.profiled + in_burst.get(e.index, 0) < e.needed for e in list(self.entries))
 
     def graph_run(self, entries: list[Entry], compiled, args, kwargs):
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
