@@ -20,7 +20,7 @@ for c in d["calls"]:
           c["backend"], "count", c["count"], "fwd", c["kernel_us"], "bwd", (c["backward"] or {}).get("kernel_us"))
 ' $OUT/r/watched-run.json
 
-echo "=== CUPTI left attached (TEARDOWN_CUPTI=0) against detached after each window (watch's default)"
+echo "=== CUPTI left attached (TEARDOWN_CUPTI=0) against detached after every window (TEARDOWN_CUPTI=1); watch's own policy: benchmarks/watch_step_cost.py"
 for t in 0 1; do
   TEARDOWN_CUPTI=$t timeout 200 python3 -m sdpa_tui watch --report /tmp/t$t.json -- python3 tests/watch_programs/truth.py $STEPS 2>/dev/null | tail -1 | sed "s/^/TEARDOWN_CUPTI=$t watched: /"
 done
