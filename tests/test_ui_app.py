@@ -659,6 +659,20 @@ async def test_the_header_says_cpu_mode_and_why_first_at_80_columns(why) -> None
         assert f"CPU MODE ({why})" in first, first
 
 
+async def test_a_shadowing_cudnn_is_said_first_in_the_header() -> None:
+    """transformers#48163: a system cuDNN in place of the wheel's changed what SDPA ran, and nobody saw it."""
+    from sdpa_tui.core.dispatch_env import CudnnLoaded
+
+    env = Environment(device="cuda:0", device_name="NVIDIA H100 80GB HBM3", torch_version="2.11.0", sm="9.0",
+                      cudnn_loaded=CudnnLoaded("/usr/lib/libcudnn.so.9", "9.1.0", "9.19.0", "/w/libcudnn.so.9", True))
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        engine.feed(app, [Ready(env)])
+        await settle(pilot, until=lambda: "not the wheel's" in widget_text(app, "#header"))
+        first = widget_text(app, "#header").splitlines()[0]
+        assert "cuDNN 9.1.0 in use from /usr/lib/libcudnn.so.9, not the wheel's" in first, first
+
+
 async def test_a_panel_draws_its_lines_again_at_a_new_size(monkeypatch) -> None:
     """Lines are cut to the panel's width: after a resize they follow it, without new data."""
     monkeypatch.setattr(app_module, "REDRAW_INTERVAL_S", 3600.0)  # no redraw tick can do it

@@ -8,10 +8,11 @@ Only small frozen records of plain data cross the process boundary, as JSON
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .backends import Backend
+from .dispatch_env import CudnnLoaded, DispatchEnvironment, FlashImpl
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,19 @@ class Environment:
     the order in force: torch may reorder at the first call (cuDNN first on sm90 with cuDNN
     >= 9.15), and a custom order replaces it; :attr:`Dispatch.priority_order` is the one used."""
     notes: tuple[str, ...] = ()
+    # what decides dispatch beyond the versions, read at the engine's start (``core/dispatch_env.py``)
+    cudnn_loaded: CudnnLoaded | None = None
+    flash_impl: FlashImpl | None = None
+    sdp_flags: dict[str, bool] = field(default_factory=dict)
+    sdpa_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_cpu(self) -> bool:
         return self.device == "cpu"
+
+    @property
+    def dispatch_env(self) -> DispatchEnvironment:
+        return DispatchEnvironment(self.cudnn_loaded, self.flash_impl, self.sdp_flags, self.sdpa_env)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Environment":
@@ -65,6 +75,9 @@ class Environment:
         old = d.pop("priority_order", ())  # files written before the field was renamed
         d["default_priority_order"] = tuple(d.get("default_priority_order", old))
         d["notes"] = tuple(d.get("notes", ()))
+        dispatch = DispatchEnvironment.from_dict(d)  # files written before these fields: all empty
+        d.update(cudnn_loaded=dispatch.cudnn_loaded, flash_impl=dispatch.flash_impl, sdp_flags=dispatch.sdp_flags,
+                 sdpa_env=dispatch.sdpa_env)
         return cls(**d)
 
 

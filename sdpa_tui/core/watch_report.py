@@ -13,6 +13,7 @@ from typing import Any
 
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
+from .dispatch_env import DispatchEnvironment
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
@@ -179,6 +180,7 @@ class WatchReport:
     error: str = ""
     notes: list[str] = field(default_factory=list)
     captures: Captures = field(default_factory=Captures)
+    environment: DispatchEnvironment | None = None  # what decides dispatch, as the (first) watched process read it
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:
@@ -197,6 +199,7 @@ class WatchReport:
                 "note": NOT_INTERCEPTED_NOTE if self.compiled else None,
             },
             "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
+            "environment": self.environment.to_dict() if self.environment else None,
         }
 
 
@@ -208,12 +211,18 @@ def build_report(program: list[str], exit_code: int | None, states: Iterable[Pro
     failed = sorted((s for s in states if s.error), key=lambda s: not s.error.startswith("Traceback"))
     errors = [s.error for s in failed]
     others = [f"{_who(s)}: {s.error.strip().splitlines()[-1]}" for s in failed[1:]]
+    read = sorted((s for s in states if s.environment), key=lambda s: (s.rank is None, s.rank or 0, s.pid))
+    environment = read[0].environment if read else None
+    others += [f"{_who(s)}: dispatch environment differs: {'; '.join(s.environment.notes()) or 'as installed'}"
+               for s in read[1:] if s.environment != environment]
+    others += [f"{_who(s)} changed the dispatch environment while it ran: "
+               f"{'; '.join(s.environment_end.notes()) or 'back to as installed'}" for s in states if s.environment_end]
     return WatchReport(
         program=program, exit_code=exit_code, rows=merge(states, duration_s), duration_s=duration_s,
         compiled=list(dict.fromkeys(c for s in states for c in s.compiled)),
         compiled_kernels=list(dict.fromkeys(k for s in states for k in s.compiled_kernels)),
         kernels_note=next((s.kernels_note for s in states if s.kernels_note), ""),
-        error=errors[0] if errors else "", notes=[*notes, *others], captures=captures,
+        error=errors[0] if errors else "", notes=[*notes, *others], captures=captures, environment=environment,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .call_signature import CallSignature
+from .dispatch_env import DispatchEnvironment
 
 WIRE_VERSION = 2
 READABLE_WIRE_VERSIONS = frozenset({1, WIRE_VERSION})  # 1: before kernel clocks (its event spans are dropped)
@@ -160,6 +161,8 @@ class ProcessState:
     rank: int | None = None  # the process's rank in a distributed job (RANK, or torch.distributed's), if any
     local_rank: int | None = None
     host: str = ""
+    environment: DispatchEnvironment | None = None  # as found at start, before the program's first line
+    environment_end: DispatchEnvironment | None = None  # at its end, where the program changed it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,6 +170,8 @@ class ProcessState:
             "compiled": list(self.compiled), "compiled_kernels": list(self.compiled_kernels),
             "kernels_note": self.kernels_note, "final": self.final, "error": self.error, "time_s": self.time_s,
             "captures": self.captures.to_dict(), "rank": self.rank, "local_rank": self.local_rank, "host": self.host,
+            "environment": self.environment.to_dict() if self.environment else None,
+            "environment_end": self.environment_end.to_dict() if self.environment_end else None,
         }
 
     @classmethod
@@ -180,6 +185,8 @@ class ProcessState:
             error=str(d.get("error", "")), time_s=float(d.get("time_s", 0.0)),
             captures=Captures.from_dict(d.get("captures")), rank=_int_or_none(d.get("rank")),
             local_rank=_int_or_none(d.get("local_rank")), host=str(d.get("host") or ""),
+            environment=DispatchEnvironment.from_dict(d["environment"]) if d.get("environment") else None,
+            environment_end=DispatchEnvironment.from_dict(d["environment_end"]) if d.get("environment_end") else None,
         )
 
 

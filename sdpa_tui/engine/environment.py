@@ -1,4 +1,4 @@
-"""What the engine runs on: device, torch, CUDA and cuDNN versions."""
+"""What the engine runs on: device, torch, CUDA and cuDNN versions, and what else decides dispatch."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 
 from ..core.records import Environment
 from .dispatch import priority_order
+from .dispatch_environment import read
 
 
 def resolve_device(requested: str) -> tuple[torch.device, tuple[str, ...]]:
@@ -40,6 +41,9 @@ def _why_no_gpu() -> str:
 
 
 def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
+    d = read()  # before any SDPA call in this process: the flags as found at start
+    dispatch = {"cudnn_loaded": d.cudnn_loaded, "flash_impl": d.flash_impl, "sdp_flags": d.sdp_flags,
+                "sdpa_env": d.sdpa_env}
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     cudnn_text = f"{cudnn // 10000}.{cudnn % 10000 // 100}.{cudnn % 100}" if cudnn else None
     if device.type == "cuda":
@@ -56,6 +60,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
             l2_bytes=getattr(props, "L2_cache_size", None),
             default_priority_order=priority_order(),  # before any SDPA call in this process
             notes=notes,
+            **dispatch,
         )
     return Environment(
         device="cpu",
@@ -66,6 +71,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
         cpu_threads=torch.get_num_threads(),
         default_priority_order=priority_order(),  # the CPU has one too (empty JSON list before)
         notes=notes,
+        **dispatch,
     )
 
 

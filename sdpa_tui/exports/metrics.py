@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..core.backends import ALL_BACKENDS
+from ..core.records import Environment
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
 from ..telemetry.snapshot import GpuSnapshot
@@ -46,6 +47,24 @@ def _eligible(row: BackendRow) -> float | None:
     return {"ok": 1.0, "not_eligible": 0.0}.get(verdict)
 
 
+def _dispatch_env_info(env: Environment, d: list[str]) -> Metric:
+    """What else decides dispatch, as found when the engine started (``core/dispatch_env.py``)."""
+    info = InfoMetricFamily(f"{PREFIX}_dispatch_environment",
+                            "The cuDNN library loaded, the Flash implementation, SDPA flags and variables at start",
+                            labels=["device"])
+    cudnn, flash = env.cudnn_loaded, env.flash_impl
+    info.add_metric(d, {
+        "cudnn_path": cudnn.path if cudnn else "", "cudnn_version": (cudnn.version or "") if cudnn else "",
+        "cudnn_built_with": (cudnn.built_with or "") if cudnn else "",
+        "cudnn_shadowed": str(bool(cudnn and cudnn.shadowed)).lower(),
+        "flash_impl": (flash.current or "default") if flash else "",
+        "sdp_flags_off": ",".join(k for k in ("flash", "mem_efficient", "math", "cudnn") if env.sdp_flags.get(k) is False),
+        "deterministic": str(bool(env.sdp_flags.get("deterministic"))).lower(),
+        "sdpa_env": ",".join(f"{k}={v}" for k, v in env.sdpa_env.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")),
+    })
+    return info
+
+
 def session_families(session: Session, requested_device: str) -> list[Metric]:
     """What the engine measured: clocks, status, eligibility, SDPA's pick, kernels, environment."""
     env = session.environment
@@ -63,6 +82,7 @@ def session_families(session: Session, requested_device: str) -> list[Metric]:
                             "cuda_version": env.cuda_version or "", "cudnn_version": env.cudnn_version or "",
                             "sm": env.sm or ""})
         families.append(info)
+        families.append(_dispatch_env_info(env, d))
     w = session.workload
     workload = InfoMetricFamily(f"{PREFIX}_workload", "The workload measured (one series per device)",
                                 labels=["device"])

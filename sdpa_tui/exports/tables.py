@@ -56,6 +56,19 @@ def environment_line(env: Environment | None) -> str:
     return f"{env.device}: {env.device_name} (sm {env.sm}, {env.sm_count} SMs{memory}) · {versions}"
 
 
+def dispatch_env_line(env: Environment | None) -> str:
+    """What else decides dispatch (the cuDNN library loaded, the Flash implementation, flags found at start,
+    variables): what differs from a plain install, or that nothing does."""
+    if env is None:
+        return ""
+    notes = env.dispatch_env.notes()
+    if notes:
+        return "dispatch environment: " + "; ".join(notes)
+    cudnn = env.cudnn_loaded
+    where = f"cuDNN {cudnn.version} from {'the wheel' if cudnn.wheel_path else cudnn.path}, " if cudnn else ""
+    return f"dispatch environment: {where}SDPA flags as torch starts, no SDPA variables set"
+
+
 def dispatch_line(session: Session) -> str:
     d = session.dispatch
     if d is None:
@@ -168,7 +181,10 @@ def rich_report(session: Session, width: int = 160) -> Group:
                 break
             dropped += (column,)
             table = _terminal_table(session, rows, notes, None, dropped)
-    lines: list = [Text(environment_line(session.environment)), table, Text(dispatch_line(session))]
+    env_notes = session.environment.dispatch_env.notes() if session.environment else []
+    lines: list = [Text(environment_line(session.environment)),
+                   Text(dispatch_env_line(session.environment), style="yellow" if env_notes else "dim"),
+                   table, Text(dispatch_line(session))]
     faster_style = "bold yellow" if session.faster() else ""
     lines += [Text(line, style=faster_style) for line in faster_lines(session)]
     if not wide:
@@ -191,6 +207,8 @@ def markdown_report(session: Session) -> str:
         f"# SDPA backends · {session.workload.describe()}",
         "",
         environment_line(session.environment),
+        "",
+        dispatch_env_line(session.environment),
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "|".join("---:" if 2 < i < len(COLUMNS) - 1 else "---" for i in range(len(COLUMNS))) + "|",

@@ -22,6 +22,8 @@ import torch
 from torch.autograd.profiler import record_function
 
 from ..core.call_signature import CallSignature
+from ..core.dispatch_env import DispatchEnvironment
+from ..engine import dispatch_environment
 from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
 from . import choice, origin
 from .bursts import KernelBursts
@@ -61,6 +63,8 @@ class Probe:
         self.rank = RankInfo()
         self._finished_pid = -1
         self.error = ""
+        self.environment: DispatchEnvironment | None = None  # as found at start (install), before the program runs
+        self.environment_end: DispatchEnvironment | None = None  # at its end, where the program changed it
 
     @property
     def entries(self) -> list[Entry]:
@@ -97,6 +101,16 @@ class Probe:
                 self.special = self.special or self.bursts.due
             self._ensure_thread()
             return entry
+
+    def read_environment(self, end: bool = False) -> None:
+        try:
+            found = dispatch_environment.read()
+        except Exception:  # noqa: BLE001 - never the program's problem
+            return
+        if not end:
+            self.environment = found
+        elif found != self.environment:
+            self.environment_end = found
 
     def explain(self, stats: CallStats, flags, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
         """The backend SDPA picks and why not the others (on the CPU a reason is read by forcing one
@@ -232,7 +246,8 @@ class Probe:
             pid=os.getpid(), calls=calls, compiled=list(self.compiled),
             compiled_kernels=list(self.sink.compiled_kernels), kernels_note=note, final=final, error=self.error,
             time_s=time.time(), captures=replace(self.bursts.captures), rank=self.rank.rank,
-            local_rank=self.rank.local_rank, host=self.rank.host,
+            local_rank=self.rank.local_rank, host=self.rank.host, environment=self.environment,
+            environment_end=self.environment_end,
         )
 
     def send(self, final: bool = False) -> None:
@@ -258,6 +273,7 @@ class Probe:
         thread = self._thread
         if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
+        self.read_environment(end=True)  # the program may have changed flags or variables
         try:
             if self.bursts.active:
                 self.bursts.stop(final=True)

@@ -123,6 +123,8 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    if report.environment is not None and report.environment.notes():
+        lines.append("dispatch environment at start: " + "; ".join(report.environment.notes()))
     captures = report.captures
     if captures.untimed:
         lines.append(f"{captures.untimed} profiler window(s) came back with GPU records untimed: their calls are "

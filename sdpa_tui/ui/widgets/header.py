@@ -38,6 +38,10 @@ class EnvironmentHeader(Static):
             if engine_state:
                 text.append(engine_state, style="bold red")
                 text.append(" · ")
+            notes = env.dispatch_env.notes()  # a shadowing cuDNN, flags off at start, variables: before the versions
+            if notes:
+                text.append("; ".join(notes), style="bold yellow")
+                text.append(" · ")
             text.append(environment_line(env))
         text.append("\nworkload ", style="bold")
         w = workload
