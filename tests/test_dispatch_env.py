@@ -156,3 +156,27 @@ def test_watch_reads_it_in_the_watched_process_at_start_and_says_what_the_progra
     assert "dispatch environment at start: set: TORCH_CUDNN_SDPA_DEPRIORITIZED=1" in proc.stdout
     changed = [n for n in report["notes"] if "changed the dispatch environment while it ran" in n]
     assert len(changed) == 1 and "SDPA flags off: flash" in changed[0], report["notes"]
+
+
+def test_compare_lists_the_environment_differences_most_likely_cause_first():
+    from sdpa_tui.exports.report_diff import compare_reports, load_report
+    from sdpa_tui.exports.report_diff_views import comparison_dict, summary_lines
+
+    path = ROOT / "tests" / "fixtures" / "reports" / "h100-torch2.11" / "report-small.json"
+    a, b = load_report(path), load_report(path)
+    same = compare_reports(a, b)
+    assert same.environment == () and not any(line.startswith(("environments", "what differs"))
+                                              for line in summary_lines(same))
+    for doc, flash, version, deprioritized in ((a, True, "9.19.0", None), (b, False, "9.1.0", "1")):
+        doc["environment"].update(
+            cudnn_loaded={"path": "/w/libcudnn.so.9", "version": version, "built_with": "9.19.0",
+                          "wheel_path": "/w/libcudnn.so.9", "shadowed": False},
+            sdp_flags={"flash": flash, "mem_efficient": True, "math": True, "cudnn": True, "deterministic": False},
+            sdpa_env={"TORCH_CUDNN_SDPA_DEPRIORITIZED": deprioritized} if deprioritized else {}, flash_impl=None)
+    b["dispatch"]["choice"] = "EFFICIENT_ATTENTION"
+    comparison = compare_reports(a, b)
+    assert list(comparison.environment) == ["flash flag at start: on → off", "cuDNN: 9.19.0 → 9.1.0",
+                                            "TORCH_CUDNN_SDPA_DEPRIORITIZED: unset → 1"]
+    line = summary_lines(comparison)[-1]
+    assert line.startswith("what differs in the environment (most likely cause first): flash flag at start")
+    assert comparison_dict(comparison)["environment_differences"] == list(comparison.environment)

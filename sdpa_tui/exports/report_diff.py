@@ -4,7 +4,8 @@ A report is what ``sdpa-tui report --json`` writes or a snapshot's ``snapshot.js
 document with more in it). Both are read as plain JSON: another GPU, another torch version,
 another day. Per backend the comparison says whether the main kernel changed, the ratio B / A of
 each of the three clocks (above 1: B is slower), whether torch's eligibility verdict changed, and
-whether SDPA's pick changed. Schema versions 1 and 2 are read (2 adds ``dispatch.faster``).
+whether SDPA's pick changed, and what differs between the environments that could be why. Schema
+versions 1 and 2 are read (2 adds ``dispatch.faster``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..core.backends import ALL_BACKENDS, Backend
 from ..core.kernel_short_names import short_name
 from ..core.workload import Workload, WorkloadError
 from .document_files import UnreadableDocument, read_document
+from .environment_diff import environment_differences
 
 READABLE_SCHEMA_VERSIONS: frozenset[int] = frozenset({1, 2})
 READABLE_KINDS = (None, "report", "snapshot")  # report --json has no "kind"
@@ -145,6 +147,7 @@ class Comparison:
     backends: tuple[BackendChange, ...]
     dispatch: DispatchChange
     threshold: float
+    environment: tuple[str, ...] = ()  # what differs between the environments, most likely cause first
 
     @property
     def workload_same(self) -> bool:
@@ -180,7 +183,8 @@ def compare_reports(a: dict[str, Any], b: dict[str, Any], threshold: float = DEF
         choice=(a["dispatch"].get("choice"), b["dispatch"].get("choice")),
         faster=(a["dispatch"].get("faster"), b["dispatch"].get("faster")),
     )
-    return Comparison(_side(a, a_path), _side(b, b_path), tuple(changes), dispatch, threshold)
+    differences = tuple(environment_differences(a.get("environment"), b.get("environment")))
+    return Comparison(_side(a, a_path), _side(b, b_path), tuple(changes), dispatch, threshold, differences)
 
 
 def eligibility_of(entry: dict[str, Any]) -> str:

@@ -67,7 +67,17 @@ def summary_lines(comparison: Comparison) -> list[str]:
     else:
         lines.append(f"workloads differ: A {comparison.a.workload} · B {comparison.b.workload}")
     lines.append(dispatch_text(comparison))
+    lines += environment_lines(comparison)
     return lines
+
+
+def environment_lines(comparison: Comparison) -> list[str]:
+    """Where dispatch or a kernel differs: the environment differences that can cause it, most likely first."""
+    differs = comparison.dispatch.changed or any(c.kernel_changed for c in comparison.backends)
+    if not comparison.environment:
+        return ["environments: the same in what both reports recorded"] if differs else []
+    head = "what differs in the environment (most likely cause first)" if differs else "environments differ"
+    return [f"{head}: {'; '.join(comparison.environment)}"]
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -132,6 +142,7 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             }
             for c in comparison.backends
         ],
+        "environment_differences": list(comparison.environment),
         "slower": [{"backend": b.value, "clock": c.clock, "ratio": c.ratio} for b, c in comparison.slower()],
         "regressed": comparison.regressed,
     }
