@@ -28,6 +28,7 @@ from sdpa_tui.core.records import (
     StartupTimes,
     TracesCaptured,
 )
+from sdpa_tui.core.dispatch_env import CudnnLoaded, FlashImpl
 from sdpa_tui.core.wire_format import PROTOCOL_VERSION, RECORD_TYPES, ProtocolError, decode, encode
 from sdpa_tui.core.workload import Workload
 
@@ -37,6 +38,11 @@ FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")
 
 CPU = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
+SHADOWED = Environment(  # what decides dispatch beyond the versions (core/dispatch_env.py)
+    device="cuda:0", device_name="NVIDIA H100 80GB HBM3", torch_version="2.11.0+cu130", sm="9.0",
+    cudnn_loaded=CudnnLoaded("/usr/lib/libcudnn.so.9", "9.1.0", "9.19.0", "/w/libcudnn.so.9", True, ("/w/libcudnn.so.9",)),
+    flash_impl=FlashImpl("FA3", ("FA3", "FA4")), sdp_flags={"flash": False, "deterministic": True},
+    sdpa_env={"TORCH_CUDNN_SDPA_DEPRIORITIZED": "1"})
 GQA = Workload(batch=1, heads=16, kv_heads=4, seq=8192, kv_seq=4096, head_dim=128, dtype="bf16", mask="causal",
                direction="fwd+bwd")
 
@@ -86,6 +92,7 @@ RECORDS = [
     Log("UserWarning: Flash attention kernel not used because: ✓ unicode ok"),
     EngineError("CUDA context poisoned: an illegal memory access was encountered", fatal=True),
     EngineError("MATH: something odd"),
+    Ready(SHADOWED),  # last: tests index the records above by position
 ]
 
 

@@ -62,8 +62,8 @@ class DispatchEnvironment:
 
     cudnn_loaded: CudnnLoaded | None = None
     flash_impl: FlashImpl | None = None
-    sdp_flags: dict[str, bool] = field(default_factory=dict)
-    sdpa_env: dict[str, str] = field(default_factory=dict)
+    sdp_flags: dict[str, bool] = field(default_factory=dict, hash=False)  # compared, not hashed
+    sdpa_env: dict[str, str] = field(default_factory=dict, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -58,8 +58,8 @@ class Environment:
     # what decides dispatch beyond the versions, read at the engine's start (``core/dispatch_env.py``)
     cudnn_loaded: CudnnLoaded | None = None
     flash_impl: FlashImpl | None = None
-    sdp_flags: dict[str, bool] = field(default_factory=dict)
-    sdpa_env: dict[str, str] = field(default_factory=dict)
+    sdp_flags: dict[str, bool] = field(default_factory=dict, hash=False)  # compared, not hashed
+    sdpa_env: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def is_cpu(self) -> bool:
