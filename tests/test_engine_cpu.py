@@ -28,7 +28,7 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.channel import Channel, ChannelClosed
 from sdpa_tui.engine.client import EngineClient
 from sdpa_tui.engine.headless import EngineFailed, measure
-from sdpa_tui.engine.runner import FAULT_ENV
+from sdpa_tui.engine.run_state import FAULT_ENV
 from sdpa_tui.engine.worker import EXIT_RECYCLE
 from sdpa_tui.exports.tables import dispatch_line
 

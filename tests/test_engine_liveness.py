@@ -14,7 +14,8 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
 from sdpa_tui.engine.cpu_threads import timing_threads
 from sdpa_tui.engine.profiler_client import ProfilerClient
-from sdpa_tui.engine.runner import Engine, latest_configure_only
+from sdpa_tui.engine.run_state import latest_configure_only
+from sdpa_tui.engine.runner import Engine
 from engine_fakes import NoOutput, Recorder
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")

@@ -15,9 +15,10 @@ from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.engine_commands import Configure
 from sdpa_tui.core.records import KernelCapture, Recycling
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine import host_memory, profiler_guard, profiling, runner
+from sdpa_tui.engine import host_memory, profiler_guard, profiling, quality, runner
 from sdpa_tui.engine.profiler_client import ProfilerClient
-from sdpa_tui.engine.runner import Engine, next_profile_interval
+from sdpa_tui.engine.run_state import next_profile_interval
+from sdpa_tui.engine.runner import Engine
 from engine_fakes import NoOutput, Recorder
 
 
@@ -75,7 +76,7 @@ def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine,
         monkeypatch.setattr(host_memory, "rss_mib", rss_readings if readings is None else lambda: next(readings))
         monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
         # the matmul peak is part of a dtype's first use; its seconds of CPU matmuls are not under test
-        monkeypatch.setattr(runner.quality, "matmul_peak_tflops", lambda dtype, device: (1.0, "not measured here"))
+        monkeypatch.setattr(quality, "matmul_peak_tflops", lambda dtype, device: (1.0, "not measured here"))
         channel = Recorder()
         engine = Engine(channel, "cpu", NoOutput())
         engine.profiler = ProfilerClient("cpu")
