@@ -145,6 +145,7 @@ class FakeEngine:
         self.captures: list[CaptureTraces] = []
         self.retries = 0
         self.switched_to: list[str] = []
+        self.killed = 0
         self.alive = True  # send() answers False when not
         self.engine_pid: int | None = ENGINE_PID
         self.trace_source = trace_source
@@ -154,6 +155,7 @@ class FakeEngine:
     @property
     def engine_pids(self) -> frozenset[int]:
         return frozenset({self.engine_pid}) if self.engine_pid else frozenset()
+
     def start(self) -> None:
         self.started = True
 
@@ -171,6 +173,9 @@ class FakeEngine:
 
     def switch_device(self, device: str) -> None:
         self.switched_to.append(device)
+
+    def kill_engine(self) -> None:
+        self.killed += 1
 
     def send(self, record: Any) -> bool:
         self.sent.append(record)

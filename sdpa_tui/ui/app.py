@@ -21,6 +21,7 @@ from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.engine_commands import ENGINE_MEMORY_MIB, CaptureTraces
+from ..core.engine_handle import EngineHandle
 from ..core.session import Session
 from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.snapshot import GpuSnapshot
@@ -91,7 +92,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
     def __init__(
         self,
         session: Session,
-        engine: Any,
+        engine: EngineHandle | None,
         gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
         export_dir: str = "sdpa-tui-exports",
         device: str = "auto",
@@ -99,7 +100,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
         super().__init__()
         self.device = device
         self.session = session
-        self.engine = engine
+        self.engine: EngineHandle = engine  # type: ignore[assignment]  # None only until launch sets it
         self.gpu_source = gpu_source
         self.export_dir = export_dir
         self.gpu: GpuSnapshot | None = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.engine_commands import Configure
+from ..core.engine_handle import EngineHandle
 from ..core.session import Session
 from ..core.workload import DTYPES, Workload, WorkloadError
 from .screens.workload_form import WorkloadForm
@@ -30,7 +31,7 @@ class ConfigurationKeys:
 
     # set by the app
     session: Session
-    engine: Any
+    engine: EngineHandle
     flags: set[Backend]  # what the user switched on
     priority: tuple[Backend, ...]  # a custom dispatch order; () is torch's
     recycle_growth_mib: float  # replace the engine once it grew this much

@@ -9,8 +9,9 @@ restarts the engine on the new GPU through the supervisor's ``switch_device``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core.engine_handle import EngineHandle, EnginesPerGpu
 from ..core.gpu_compare import GpuResult, result_from_session
 from ..core.session import Session
 from ..device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
@@ -20,6 +21,9 @@ from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, Ho
 from .screens.gpu_chooser import GpuChooser
 from .widgets.gpu_overview import GpuOverview
 
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
 NVML_INTERVAL_S = 1.0
 OWN_PIDS_EVERY_S = 2.0
 TABLE_REDRAW_S = 0.5
@@ -28,6 +32,32 @@ TABLE_REDRAW_S = 0.5
 
 class GpuSwitching:
     """Mixin for the app: ``host_gpus``, ``watched_gpu``, ``sessions_by_gpu`` and the ``g`` action."""
+
+    # set by the app
+    engine: EngineHandle
+    device: str
+    session: Session
+    gpu: GpuSnapshot | None
+    engine_state: str
+    _dirty: bool
+
+    if TYPE_CHECKING:
+        @property
+        def main_screen(self) -> Screen: ...
+
+        def status(self, text: str, error: bool = False) -> None: ...
+
+        def while_open(self, redraw: Callable[[], None]) -> None: ...
+
+        def _reconfigure(self) -> None: ...  # ConfigurationKeys's
+
+        def on_engine_records(self, message: EngineRecords) -> None: ...  # BackgroundInput's
+
+        def on_engine_event(self, message: EngineEvent) -> None: ...  # BackgroundInput's
+
+        def set_timer(self, delay: float, callback: Callable[[], None]) -> Any: ...  # Textual's
+
+        def push_screen(self, screen: Screen, callback: Any = None) -> Any: ...  # Textual's
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -52,15 +82,14 @@ class GpuSwitching:
     @property
     def measuring_gpus(self) -> frozenset[int]:
         """GPUs an engine of ours measures on."""
-        devices = getattr(self.engine, "devices", None)
-        if devices is not None:
-            return frozenset(devices)
+        if isinstance(self.engine, EnginesPerGpu):
+            return frozenset(self.engine.devices)
         return frozenset() if self.watched_gpu is None else frozenset({self.watched_gpu})
 
     @property
     def side_by_side(self) -> bool:
         """One engine per GPU (``--devices``)."""
-        return getattr(self.engine, "devices", None) is not None
+        return isinstance(self.engine, EnginesPerGpu)
 
     def on_host_gpus_update(self, message: HostGpusUpdate) -> None:
         self.host_gpus = message.host
