@@ -7,15 +7,15 @@ import math
 import sys
 from collections.abc import Sequence
 
-from .compare import add_compare_parser
+from .commands.compare import add_compare_parser
 from .exit_codes import EXIT_USAGE
-from .metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
+from .commands.metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
-from .devices_option import add_devices_option, resolve_devices
+from .commands.devices_option import add_devices_option, resolve_devices
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
-from .output_paths import check_output_paths
+from .exports.output_paths import check_output_paths
 
 
 class _OneLineErrorParser(argparse.ArgumentParser):
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """``sdpa-tui serve``: the live monitor in a browser; the workload and flags pass through."""
-    from .serve import DEFAULT_ADDRESS, DEFAULT_PORT
+    from .commands.serve import DEFAULT_ADDRESS, DEFAULT_PORT
 
     serve = sub.add_parser(
         "serve", help="serve the live monitor to a browser (textual-serve), on 127.0.0.1 unless --address",
@@ -202,11 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return watch_main(argv[1:], run_ui=_run_watch_ui)
     args, workload, backends = parse(argv)
     if args.command == "compare":
-        from .compare import run_compare
+        from .commands.compare import run_compare
 
         return run_compare(args)
     if args.command == "report" and args.devices is not None:
-        from .report_devices import run_devices_report
+        from .commands.report_devices import run_devices_report
 
         return run_devices_report(args, workload, backends)
     if getattr(args, "devices", None) is None:
@@ -216,19 +216,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"sdpa-tui: error: {exc}\n")
             return EXIT_USAGE
     if args.command == "exporter":
-        from .exporter import run_exporter
+        from .commands.exporter import run_exporter
 
         return run_exporter(args, workload, backends)
     if args.command == "report":
-        from .report import run_report
+        from .commands.report import run_report
 
         return run_report(args, workload, backends)
     if args.command == "sweep":
-        from .sweep import run_sweep
+        from .commands.sweep import run_sweep
 
         return run_sweep(args, workload, backends)
     if args.command == "serve":
-        from .serve import run_serve
+        from .commands.serve import run_serve
 
         return run_serve(args, workload, backends)
     from .ui.launch import run_app

@@ -47,7 +47,9 @@ UI_SIDE_MODULES = [
     "sdpa_tui.engine.channel",
     "sdpa_tui.exports.comparison",
     "sdpa_tui.exports.tables",
-    "sdpa_tui.report",
+    "sdpa_tui.commands.report",
+    "sdpa_tui.engine.supervisor",
+    "sdpa_tui.engine.device_engines",
 ]
 
 

@@ -99,7 +99,7 @@ def test_find_gpus_without_cuda_torch_or_driver():
                                   ["--device", "cuda:7"], ["report", "--device", "cuda"]])
 def test_the_cli_refuses_before_any_engine_starts(argv, monkeypatch, capsys):
     monkeypatch.setattr(device_choice, "find_gpus", lambda: NO_GPU if argv[-1] == "cuda" else ONE_GPU)
-    for module, name in (("sdpa_tui.report", "run_report"), ("sdpa_tui.sweep", "run_sweep"),
+    for module, name in (("sdpa_tui.commands.report", "run_report"), ("sdpa_tui.commands.sweep", "run_sweep"),
                          ("sdpa_tui.ui.launch", "run_app")):
         monkeypatch.setattr(f"{module}.{name}", lambda *a: pytest.fail("an engine would start"))
     assert cli.main(argv) == 2
@@ -111,7 +111,7 @@ def test_the_cli_refuses_before_any_engine_starts(argv, monkeypatch, capsys):
 def test_the_default_falls_back_to_the_cpu(monkeypatch):
     monkeypatch.setattr(device_choice, "find_gpus", lambda: NO_GPU)
     seen = []
-    monkeypatch.setattr("sdpa_tui.report.run_report", lambda args, *a: seen.append(args.device) or 0)
+    monkeypatch.setattr("sdpa_tui.commands.report.run_report", lambda args, *a: seen.append(args.device) or 0)
     assert cli.main(["report"]) == 0 and seen == ["cpu"]
 
 

@@ -99,7 +99,7 @@ def _env_without_gpu() -> dict[str, str]:
 
 
 def _two_gpu_report(tmp_path, monkeypatch, capsys) -> tuple[int, str, dict]:
-    from sdpa_tui.report_devices import run_devices_report
+    from sdpa_tui.commands.report_devices import run_devices_report
 
     gpu_host(monkeypatch, [FakeGpu(), FakeGpu()])
     out = tmp_path / "devices.json"

@@ -491,7 +491,7 @@ def test_json_csv_and_markdown_documents():
 
 
 def test_sweep_modules_do_not_import_torch():
-    code = ("import sys, sdpa_tui.sweep, sdpa_tui.core.sweep_lengths, sdpa_tui.core.sweep_points, "
+    code = ("import sys, sdpa_tui.commands.sweep, sdpa_tui.core.sweep_lengths, sdpa_tui.core.sweep_points, "
             "sdpa_tui.core.sweep_findings, sdpa_tui.engine.headless\n"
             "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,

@@ -11,7 +11,7 @@ from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from ..exports.metrics_address import DEFAULT_ADDRESS
 from ..exports.metrics_server import MetricsServerError
-from ..output_paths import check_output_path
+from ..exports.output_paths import check_output_path
 from .metrics_publisher import MetricsPublisher
 from .runner import CommandError, WatchedProgram
 

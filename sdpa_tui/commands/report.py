@@ -7,13 +7,13 @@ import json
 
 from rich.console import Console
 
-from .core.backends import Backend
-from .core.workload import Workload
-from .engine.headless import EngineFailed, Progress, measure
-from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
-from .exports.atomic import write_text_atomic
-from .exports.comparison import report_dict
-from .exports.tables import markdown_report, rich_report
+from ..core.backends import Backend
+from ..core.workload import Workload
+from ..engine.headless import EngineFailed, Progress, measure
+from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
+from ..exports.atomic import write_text_atomic
+from ..exports.comparison import report_dict
+from ..exports.tables import markdown_report, rich_report
 
 
 def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:

@@ -11,8 +11,8 @@ import json
 import math
 import sys
 
-from .exit_codes import EXIT_SLOWER, EXIT_USAGE
-from .exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
+from ..exit_codes import EXIT_SLOWER, EXIT_USAGE
+from ..exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
 
 
 def add_compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def run_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from rich.console import Console  # here: the CLI imports this module to build its parser
 
-    from .exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
+    from ..exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
 
     comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
     if args.json:

@@ -15,18 +15,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rich.console import Console
 
-from .core.backends import Backend
-from .core.gpu_compare import GpuResult, clock_for, comparison_dict, find_outliers, outlier_line, result_from_session
-from .core.session import Session
-from .core.workload import Workload
-from .engine import device_engines
-from .engine.headless import EngineFailed, Progress, measure
-from .exit_codes import EXIT_ENGINE
-from .exports.atomic import write_text_atomic
-from .exports.comparison import report_dict
-from .exports.gpu_tables import markdown_comparison, rich_comparison
-from .exports.tables import markdown_report, rich_report
-from .telemetry.host_gpus import HostGpuPoller, HostGpus
+from ..core.backends import Backend
+from ..core.gpu_compare import GpuResult, clock_for, comparison_dict, find_outliers, outlier_line, result_from_session
+from ..core.session import Session
+from ..core.workload import Workload
+from ..engine import device_engines
+from ..engine.headless import EngineFailed, Progress, measure
+from ..exit_codes import EXIT_ENGINE
+from ..exports.atomic import write_text_atomic
+from ..exports.comparison import report_dict
+from ..exports.gpu_tables import markdown_comparison, rich_comparison
+from ..exports.tables import markdown_report, rich_report
+from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 
 NVML_INTERVAL_S = 1.0
 

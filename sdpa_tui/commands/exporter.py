@@ -14,19 +14,19 @@ import sys
 import threading
 from typing import Any
 
-from .core.backends import Backend
-from .core.engine_commands import Configure
-from .core.records import Ready
-from .core.session import Session
-from .core.workload import Workload
-from .device_choice import gpu_index
-from .engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
-from .exit_codes import EXIT_USAGE
-from .exports.metrics import LatestMetrics
-from .exports.metrics_address import check_address, check_port, is_loopback
-from .exports.metrics_server import MetricsServerError, serve_metrics
-from .telemetry.gpu_poller import GpuPoller
-from .telemetry.snapshot import GpuSnapshot
+from ..core.backends import Backend
+from ..core.engine_commands import Configure
+from ..core.records import Ready
+from ..core.session import Session
+from ..core.workload import Workload
+from ..device_choice import gpu_index
+from ..engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
+from ..exit_codes import EXIT_USAGE
+from ..exports.metrics import LatestMetrics
+from ..exports.metrics_address import check_address, check_port, is_loopback
+from ..exports.metrics_server import MetricsServerError, serve_metrics
+from ..telemetry.gpu_poller import GpuPoller
+from ..telemetry.snapshot import GpuSnapshot
 
 NVML_INTERVAL_S = 1.0
 SAMPLE_INTERVAL_S = 0.25

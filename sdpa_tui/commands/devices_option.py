@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from .core.gpu_compare import parse_devices
-from .device_choice import VisibleGpus, cuda_device_of, find_gpus
-from .telemetry.host_gpus import gpu_count
+from ..core.gpu_compare import parse_devices
+from ..device_choice import VisibleGpus, cuda_device_of, find_gpus
+from ..telemetry.host_gpus import gpu_count
 
 
 def add_devices_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
