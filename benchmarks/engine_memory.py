@@ -40,8 +40,8 @@ import ctypes.util
 import datetime as dt
 import gc
 import json
-import os
 import multiprocessing as mp
+import os
 import platform
 import sys
 import tempfile

@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from recorded import command_line  # noqa: E402
+
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend, parse_backend_list  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-from recorded import command_line  # noqa: E402
 
 ACTIVITY_KINDS = ("kernel", "gpu_memset", "gpu_memcpy")
 REL_TOL, ABS_TOL_US = 0.05, 1.0

@@ -25,8 +25,15 @@ import sys
 import time
 from typing import Any
 
-from live_app import (SIZE, ScreenClock, add_workload_options, cpu_percent, live_result_header, load_average,
-                      make_live_app)
+from live_app import (
+    SIZE,
+    ScreenClock,
+    add_workload_options,
+    cpu_percent,
+    live_result_header,
+    load_average,
+    make_live_app,
+)
 from recorded import write_result
 
 KEYS = ("f", "f", "plus", "minus")

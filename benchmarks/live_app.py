@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parent.parent
 # This checkout, unless PYTHONPATH names one (to measure another checkout, e.g. before a change)
 sys.path.insert(len(sys.path) if os.environ.get("PYTHONPATH") else 0, str(REPO))
 
+from recorded import run_header  # noqa: E402
+
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-
-from recorded import run_header  # noqa: E402
 
 SIZE = (120, 40)
 
@@ -43,9 +43,9 @@ def workload_of(args: argparse.Namespace) -> Workload:
 
 
 def make_live_app(args: argparse.Namespace) -> Any:
-    from sdpa_tui.ui.launch import make_app
-
     import tempfile
+
+    from sdpa_tui.ui.launch import make_app
 
     return make_app(workload_of(args), ALL_BACKENDS, args.device,
                     os.path.join(tempfile.gettempdir(), "sdpa-tui-bench-exports"))

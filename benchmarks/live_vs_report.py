@@ -21,13 +21,20 @@ import sys
 import time
 from typing import Any
 
-from live_app import (SIZE, add_workload_options, cpu_percent, live_result_header, load_average, make_live_app,
-                      workload_of)
+from live_app import (
+    SIZE,
+    add_workload_options,
+    cpu_percent,
+    live_result_header,
+    load_average,
+    make_live_app,
+    workload_of,
+)
 from recorded import write_result
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.telemetry.host_cpu import cpu_pressure
 from sdpa_tui.engine.headless import measure
+from sdpa_tui.telemetry.host_cpu import cpu_pressure
 
 CLOCKS = ("gpu_us", "eager_us")
 TOLERANCE = 0.10

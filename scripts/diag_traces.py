@@ -1,5 +1,9 @@
 """Per kept watch trace: GPU events, launches, how many link, range threads vs launch threads, time bounds."""
-import collections, glob, json, sys
+import collections
+import glob
+import json
+import sys
+
 for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
     t = json.load(open(path))
     ev = [e for e in t.get("traceEvents", []) if isinstance(e, dict)]

@@ -30,9 +30,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
 
+    import engine_memory as em
     import memray
 
-    import engine_memory as em
     from sdpa_tui.engine.environment import resolve_device
 
     name = args.experiment

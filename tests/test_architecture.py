@@ -1,4 +1,4 @@
-"""Architecture contracts: import-linter's layers, and no torch in the UI-side process."""
+"""Architecture contracts: import-linter's layers, no torch in the UI-side process, and ruff's checks."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def test_import_linter_contracts_are_kept():
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     assert "broken" in output and " 0 broken" in output, output
+
+
+def test_ruff_finds_nothing():
+    """pyflakes' checks, pycodestyle's errors and warnings, and sorted imports (``[tool.ruff]`` in pyproject.toml)."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "sdpa_tui", "tests", "benchmarks",
+                           "scripts"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 UI_SIDE_MODULES = [

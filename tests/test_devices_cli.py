@@ -8,12 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fake_pynvml
 import pytest
+from fake_pynvml import FakeGpu
 
 from sdpa_tui import cli, device_choice
-
-import fake_pynvml
-from fake_pynvml import FakeGpu
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -124,8 +124,8 @@ def test_the_exporter_has_an_info_metric_of_it():
     from dataclasses import replace
 
     from prometheus_client.core import InfoMetricFamily
-
     from real_data import session_from_report
+
     from sdpa_tui.exports.metrics import session_families
 
     session = session_from_report(ROOT / "tests" / "fixtures" / "reports" / "h100-torch2.11" / "report-small.json")

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.kernel_names import identify
 from sdpa_tui.core.engine_commands import Configure
+from sdpa_tui.core.kernel_names import identify
 from sdpa_tui.core.records import EngineError, Log, Ready, Recycling, Sample
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload

@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_gpu_overview import FakeDeviceEngines
+from ui_fakes import FakeEngine
 
 from sdpa_tui.core.engine_handle import EngineHandle, EnginesPerGpu
 from sdpa_tui.device_choice import VisibleGpus
 from sdpa_tui.engine.device_engines import DeviceEngines
 from sdpa_tui.engine.supervisor import EngineSupervisor
-from test_gpu_overview import FakeDeviceEngines
-from ui_fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 

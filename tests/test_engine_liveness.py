@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from engine_fakes import NoOutput, Recorder
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.engine_commands import Configure, SetPaused
@@ -16,7 +17,6 @@ from sdpa_tui.engine.cpu_threads import timing_threads
 from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.run_state import latest_configure_only
 from sdpa_tui.engine.runner import Engine
-from engine_fakes import NoOutput, Recorder
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 BOTH = (Backend.FLASH, Backend.MATH)

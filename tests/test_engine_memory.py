@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from engine_fakes import NoOutput, Recorder
 from torch.profiler import profile
 
 from sdpa_tui.core.backends import Backend
@@ -19,7 +20,6 @@ from sdpa_tui.engine import host_memory, profiler_guard, profiling, quality, run
 from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.run_state import next_profile_interval
 from sdpa_tui.engine.runner import Engine
-from engine_fakes import NoOutput, Recorder
 
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
@@ -182,9 +182,10 @@ class FakeClient:
 
 
 def test_a_recycled_engine_is_replaced_at_once_not_counted_as_a_death():
+    from real_data import H200
+
     from sdpa_tui.core.records import Ready
     from sdpa_tui.engine.supervisor import EngineRecycled, EngineStarting, EngineSupervisor
-    from real_data import H200
 
     ready = Ready(H200)
     scripts = iter([([ready, Recycling(2100.0, 1000.0)], 5), ([ready], None)])

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import threading
 
+from real_data import H200
+
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.engine_commands import Configure
 from sdpa_tui.core.records import Ready
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.device_choice import DeviceError, VisibleGpus
 from sdpa_tui.engine.supervisor import EngineDied, EngineStarting, EngineSupervisor
-
-from real_data import H200
 
 
 class LiveClient:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
 from real_data import session_from_report
+
 from sdpa_tui.cli import main
 from sdpa_tui.core.session import Session
 from sdpa_tui.exports.metrics import LatestMetrics
@@ -166,9 +166,10 @@ def test_exporter_serves_the_real_engine_on_the_loopback():
 
 # ------------------------------------------------------------------ the live monitor
 async def test_live_monitor_publishes_its_session(tmp_path):
+    from ui_fakes import FakeEngine
+
     from sdpa_tui.core.workload import Workload
     from sdpa_tui.ui.live_app import LiveApp
-    from ui_fakes import FakeEngine
 
     engine = FakeEngine()
     app = LiveApp(Session(Workload()), engine, None, export_dir=str(tmp_path))

@@ -11,6 +11,7 @@ import io
 import json
 
 import pytest
+from faster_data import H100_8K, H100_SMALL, H200_SMALL, load, session_from, summaries, window
 from rich.console import Console
 
 from sdpa_tui.core.backends import Backend
@@ -31,8 +32,6 @@ from sdpa_tui.exports.snapshot import read_snapshot, write_snapshot
 from sdpa_tui.exports.sweep_documents import sweep_dict, sweep_markdown
 from sdpa_tui.exports.sweep_terminal import render
 from sdpa_tui.exports.tables import markdown_report, rich_report
-
-from faster_data import H100_8K, H100_SMALL, H200_SMALL, load, session_from, summaries, window
 
 C, F, E, M = Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH
 FLASH_FIRST = (F, C, E, M)  # as --priority flash,cudnn,efficient,math sets it

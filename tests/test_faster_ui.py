@@ -6,12 +6,11 @@ The records replay the real H100 [1, 16, 8192, 128] bf16 causal report (see fast
 from __future__ import annotations
 
 import pytest
+from faster_data import H100_8K, load, records_from
+from ui_fakes import make_test_app, screen_text, settle, widget_text
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.workload import Workload
-
-from faster_data import H100_8K, load, records_from
-from ui_fakes import make_test_app, screen_text, settle, widget_text
 
 C, F, E, M = Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH
 WORKLOAD = Workload.from_dict(load(H100_8K)["workload"])

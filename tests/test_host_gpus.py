@@ -5,13 +5,12 @@ from __future__ import annotations
 import sys
 import threading
 
+import fake_pynvml
 import pytest
+from fake_pynvml import NOT_SUPPORTED, FakeGpu
 
 from sdpa_tui.telemetry.host_gpus import HostGpuPoller, HostGpuReader, HostGpus, gpu_count
 from sdpa_tui.telemetry.nvml import NOT_INSTALLED
-
-import fake_pynvml
-from fake_pynvml import NOT_SUPPORTED, FakeGpu
 
 
 def test_reads_every_gpu_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import os
 import signal
 
 import pytest
+from test_engine_cpu import ready_engine, wait_for
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.engine_commands import CaptureKernels, Configure
@@ -21,7 +22,6 @@ from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.profiler_client import ProfilerClient, ProfilerFailed
 from sdpa_tui.engine.profiler_process import FAULT_ENV
-from test_engine_cpu import ready_engine, wait_for
 
 KINETO_SAYS_START = not __import__("torch").cuda.is_available()
 """Kineto writes a ``profiler_start`` line to fd 2 in the CPU builds (torch 2.13 seen); the

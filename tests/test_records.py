@@ -8,8 +8,10 @@ import pickle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
+from sdpa_tui.core.dispatch_env import CudnnLoaded, FlashImpl
 from sdpa_tui.core.engine_commands import CaptureKernels, CaptureTraces, Configure, SetPaused, Shutdown
 from sdpa_tui.core.records import (
     Accuracy,
@@ -28,11 +30,8 @@ from sdpa_tui.core.records import (
     StartupTimes,
     TracesCaptured,
 )
-from sdpa_tui.core.dispatch_env import CudnnLoaded, FlashImpl
 from sdpa_tui.core.wire_format import PROTOCOL_VERSION, RECORD_TYPES, ProtocolError, decode, encode
 from sdpa_tui.core.workload import Workload
-
-from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")

@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from real_data import fixture_kernels, session_from_report
 from rich.console import Console
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
@@ -31,8 +32,6 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.exports.atomic import write_text_atomic
 from sdpa_tui.exports.comparison import SCHEMA_VERSION, report_dict
 from sdpa_tui.exports.tables import markdown_report, rich_report
-
-from real_data import fixture_kernels, session_from_report
 
 REPORTS = sorted((Path(__file__).parent / "fixtures" / "reports").glob("*/report-*.json"))
 
@@ -195,7 +194,7 @@ def test_markdown_has_one_row_per_backend_and_the_main_kernels(make):
     markdown = markdown_report(session)
     rows = table_rows(markdown)
     assert [row[0] for row in rows] == [b.value for b in ALL_BACKENDS]
-    header = [c.strip() for c in next(l for l in markdown.splitlines() if l.startswith("|")).strip("|").split("|")]
+    header = [c.strip() for c in next(line for line in markdown.splitlines() if line.startswith("|")).strip("|").split("|")]
     assert all(len(row) == len(header) for row in rows)
     for state in session.backends.values():
         if state.main_kernel is not None:

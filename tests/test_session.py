@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from real_data import fixture_kernels
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.kernel_names import main_kernel
@@ -20,8 +21,6 @@ from sdpa_tui.core.records import (
 )
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
-
-from real_data import fixture_kernels
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")

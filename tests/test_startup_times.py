@@ -9,8 +9,8 @@ import pytest
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.core.engine_commands import Configure
 from sdpa_tui.core.records import Accuracy, EngineError, Ready, Sample, StartupTimes
-from sdpa_tui.core.wire_format import decode, encode
 from sdpa_tui.core.session import Session
+from sdpa_tui.core.wire_format import decode, encode
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.client import EngineClient
 from sdpa_tui.engine.startup_times import PHASES, StartupClock

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from real_data import session_from_report
 from rich.console import Console
 
 from sdpa_tui import cli
@@ -39,8 +40,6 @@ from sdpa_tui.core.sweep_points import SKIPPED, Sweep, SweepPoint
 from sdpa_tui.core.workload import Workload, WorkloadError
 from sdpa_tui.exports.sweep_documents import CSV_COLUMNS, sweep_csv, sweep_dict, sweep_markdown
 from sdpa_tui.exports.sweep_terminal import chart_lines, render
-
-from real_data import session_from_report
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).parent / "fixtures" / "reports" / "h100-torch2.11"

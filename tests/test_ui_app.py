@@ -9,19 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from textual.widgets import Button, Input
-
-from sdpa_tui.core import kernel_names
-from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Environment, KernelCapture, Ready, Sample
-from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
-from sdpa_tui.ui import app as app_module
-from sdpa_tui.ui.screens.help import HelpScreen
-from sdpa_tui.ui.screens.workload_form import WorkloadForm
-from sdpa_tui.ui.widgets.backend_panel import BackendPanel
-
 from ui_fakes import (
     ENGINE_PID,
     H200,
@@ -37,6 +25,16 @@ from ui_fakes import (
     trace_calls,
     widget_text,
 )
+
+from sdpa_tui.core import kernel_names
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Environment, KernelCapture, Ready, Sample
+from sdpa_tui.core.workload import Workload
+from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
+from sdpa_tui.ui import app as app_module
+from sdpa_tui.ui.screens.help import HelpScreen
+from sdpa_tui.ui.screens.workload_form import WorkloadForm
+from sdpa_tui.ui.widgets.backend_panel import BackendPanel
 
 SIZE = (120, 40)
 CUDNN_SHORT = kernel_names.identify(kernel_names.main_kernel(trace_calls(Backend.CUDNN)[0]).name).short
@@ -534,9 +532,10 @@ async def test_a_tiny_terminal_gets_a_notice_and_recovers(tmp_path):
 def fake_series(workloads, enabled, device, **_):
     """Stands in for measure_series: one Session per length, from the fake engine's records,
     with MATH out of memory from seq 16384 on (as it was on the H100, where it ran out at 32768)."""
+    from ui_fakes import H200, live_records
+
     from sdpa_tui.core.records import BackendStatus, Ready
     from sdpa_tui.core.session import Session
-    from ui_fakes import H200, live_records
 
     for workload in workloads:
         session = Session(workload, enabled)

@@ -12,11 +12,10 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from ui_fakes import make_test_app, settle, widget_text
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.ui import app as app_module
-
-from ui_fakes import make_test_app, settle, widget_text
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
 
@@ -68,10 +67,10 @@ FP32_REASON = ("Expected query, key and value to all be of dtype: {Half, BFloat1
 @pytest.mark.parametrize("size", SIZES)
 def test_not_eligible_reasons(snap_compare, size: tuple[int, int]) -> None:
     """fp32: cuDNN and Flash cannot run; each says why once, wrapped in whole words."""
+    from ui_fakes import H200, live_records
+
     from sdpa_tui.core.records import BackendStatus, Ready
     from sdpa_tui.core.workload import Workload
-
-    from ui_fakes import H200, live_records
 
     app, engine, _ = make_test_app(workload=Workload(dtype="fp32"))
 

@@ -7,9 +7,9 @@ import json
 import sys
 
 import pytest
+from test_watch_cpu import PROGRAMS, plain, watch
 
 from sdpa_tui.core.kernel_names import ATTENTION_FAMILIES, identify
-from test_watch_cpu import PROGRAMS, plain, watch
 
 pytestmark = pytest.mark.cuda
 

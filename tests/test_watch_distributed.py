@@ -10,7 +10,6 @@ import shutil
 import sys
 
 import pytest
-
 from test_watch_cpu import PROGRAMS, watch
 
 pytest.importorskip("torch.distributed")
@@ -108,7 +107,6 @@ def test_metrics_of_a_running_job_for_prometheus(tmp_path):
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
-
     from test_watch_cpu import ENV, ROOT
 
     proc = subprocess.Popen(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Log
+from ui_fakes import FakeEngine, FakeGpuSource, settle, widget_text
 
 from sdpa_tui.core.backends import ALL_BACKENDS
 from sdpa_tui.core.session import Session
@@ -23,8 +24,6 @@ from sdpa_tui.core.watched_calls import ProcessState
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.watch_app import WatchApp
 from sdpa_tui.watch.runner import WatchedProgram
-
-from ui_fakes import FakeEngine, FakeGpuSource, settle, widget_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sdpa_tui.core.call_signature import CallSignature
 from sdpa_tui.core.trace import load_trace
-from sdpa_tui.core.watched_calls import Captures, CallStats
+from sdpa_tui.core.watched_calls import CallStats, Captures
 from sdpa_tui.core.window_reading import from_json, main, read_window, to_json
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h100-torch2.11"

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 from textual.pilot import Pilot
 
 from sdpa_tui.core import trace
@@ -40,8 +41,6 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
-
-from real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}
 

@@ -12,13 +12,12 @@ from collections import deque
 from dataclasses import dataclass
 
 from .backend_state import BackendState, HistoryRow
-from .faster import Faster, FasterTracker
-from .duty import BusyWindow
 from .backends import ALL_BACKENDS, Backend
+from .duty import BusyWindow
+from .faster import Faster, FasterTracker
 from .kernel_short_names import short_name
 from .records import (
     Accuracy,
-    PeakFlops,
     BackendStatus,
     Dispatch,
     EngineError,
@@ -26,6 +25,7 @@ from .records import (
     KernelCapture,
     KernelInfo,
     Log,
+    PeakFlops,
     Ready,
     Sample,
     StartupTimes,

@@ -17,7 +17,7 @@ from .dispatch_env import DispatchEnvironment
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
-from .watched_calls import Captures, CallStats, ProcessState
+from .watched_calls import CallStats, Captures, ProcessState
 
 SCHEMA_VERSION = 2
 NOT_INTERCEPTED_NOTE = (

@@ -7,7 +7,6 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-
 from torch.nn.attention import sdpa_kernel
 
 from ..core.backends import ALL_BACKENDS, CHOICE_CODES, Backend

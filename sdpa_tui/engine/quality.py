@@ -11,7 +11,6 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from .calls import TORCH_DTYPES, Inputs
 from .clocks import synchronize
 
-
 CPU_FP32_N = 2048
 """Side of the fp32 matmul that sets the CPU ceiling (at 512 a CPU is far from its peak)."""
 CPU_DTYPE_N = 512

@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 
 from .metrics_address import DEFAULT_ADDRESS, check_address, check_port
 
+
 class MetricsServerError(Exception):
     """The endpoint could not be served; ``str()`` is one line saying why."""
 

@@ -8,13 +8,21 @@ from __future__ import annotations
 import os
 
 from ..core.backends import ALL_BACKENDS
-from ..core.kernel_short_names import short_name
 from ..core.call_signature import dtype_name
+from ..core.kernel_short_names import short_name
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 from ..core.watched_calls import CPU_KERNELS_NOTE
 from ..watch.tables import (
-    backend_cell, backward_cell, count_cell, first_call_cell, kernels_cell, modules_cell, per_rank_lines, share_cell,
-    summary_cell, time_cell,
+    backend_cell,
+    backward_cell,
+    count_cell,
+    first_call_cell,
+    kernels_cell,
+    modules_cell,
+    per_rank_lines,
+    share_cell,
+    summary_cell,
+    time_cell,
 )
 
 COLUMNS: tuple[tuple[str, str], ...] = (

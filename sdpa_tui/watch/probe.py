@@ -23,13 +23,13 @@ from torch.autograd.profiler import record_function
 
 from ..core.call_signature import CallSignature
 from ..core.dispatch_env import DispatchEnvironment
-from ..engine import dispatch_environment
 from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
+from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
+from ..engine import dispatch_environment
 from . import choice, origin
 from .bursts import KernelBursts
 from .channel import StateSender
 from .flag_state import FlagState
-from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
 

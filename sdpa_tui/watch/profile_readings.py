@@ -9,9 +9,8 @@ in a compiled graph belongs to the compiled entry with the same q, k, v shapes a
 from __future__ import annotations
 
 from ..core.call_profile import ProfiledCall, ProfileReading
-from ..core.watched_calls import BackwardStats, Captures, CallStats
+from ..core.watched_calls import BackwardStats, CallStats, Captures
 from ..core.window_reading import FIRST_SUFFIX, WindowReading
-
 
 MAX_SAMPLES = 256
 WANTED_SAMPLES = 8

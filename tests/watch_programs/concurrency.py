@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-
 torch.set_num_threads(1)  # forking after OpenMP ran in parallel hangs the children, watched or not
 
 

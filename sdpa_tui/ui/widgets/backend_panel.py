@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from ...core import kernel_names, kernel_short_names
+from ...core.backend_state import BackendState
 from ...core.backends import Backend
 from ...core.records import KernelInfo
-from ...core.backend_state import BackendState
 from ...core.session import BackendRow, Session
 from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
