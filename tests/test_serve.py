@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui import cli, serve
+from sdpa_tui import cli
+from sdpa_tui.commands import serve
 
 REPO = Path(__file__).resolve().parent.parent
 
