@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["watch"]:  # its own parser: everything after -- belongs to the watched program
         from .watch.cli import main as watch_main
 
-        return watch_main(argv[1:], run_ui=_run_watch_ui)
+        return watch_main(argv[1:], run_ui=_run_watch_ui, advisor=_advise)
     args, workload, backends = parse(argv)
     if args.command == "compare":
         from .commands.compare import run_compare
@@ -234,6 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .ui.launch import run_app
 
     return run_app(args, workload, backends)
+
+
+def _advise(report) -> None:
+    from .commands.advise import measure_advice  # starts an engine process per device
+
+    measure_advice(report)
 
 
 def _run_watch_ui(watched) -> int:

@@ -23,11 +23,13 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def watch(tmp_path: Path, *program: str, timeout: float = 240,
-          columns: int | None = None) -> tuple[subprocess.CompletedProcess, dict]:
-    """``watch --report`` run headless; ``columns``: the terminal width Rich's table is drawn for."""
+          columns: int | None = None, advice: bool = False) -> tuple[subprocess.CompletedProcess, dict]:
+    """``watch --report`` run headless; ``columns``: the terminal width Rich's table is drawn for; ``advice``:
+    measure the alternatives after the program (off here unless asked: each costs an engine start)."""
     report = tmp_path / "calls.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--", *program],
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), *([] if advice else ["--no-advice"]),
+         "--", *program],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL,
         env={**ENV, "COLUMNS": str(columns)} if columns else ENV,
     )

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .advice import RunAdvice, SignatureAdvice
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
 from .dispatch_env import DispatchEnvironment
@@ -181,6 +182,9 @@ class WatchReport:
     notes: list[str] = field(default_factory=list)
     captures: Captures = field(default_factory=Captures)
     environment: DispatchEnvironment | None = None  # what decides dispatch, as the (first) watched process read it
+    advice: list[SignatureAdvice | None] = field(default_factory=list)  # one per row, measured after the run
+    run_advice: RunAdvice | None = None
+    advice_note: str = ""  # when and how long the alternatives were measured, and what was not advised
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:
@@ -188,11 +192,16 @@ class WatchReport:
         shares = [r.share_of_gpu for r in self.rows if r.share_of_gpu is not None]
         return sum(shares) if shares else None
 
+    def _call_dict(self, i: int) -> dict[str, Any]:
+        row = self.rows[i]
+        return _with_advice(row.report_dict(), self.advice[i] if i < len(self.advice) else None, row.count)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION, "program": list(self.program), "exit_code": self.exit_code,
-            "duration_s": round(self.duration_s, 3), "calls": [r.report_dict() for r in self.rows],
+            "duration_s": round(self.duration_s, 3), "calls": [self._call_dict(i) for i in range(len(self.rows))],
             "sdpa_share_of_gpu": self.sdpa_share_of_gpu, "captures": self.captures.to_dict(),
+            "advice": None if self.run_advice is None else {**self.run_advice.to_dict(), "note": self.advice_note},
             "clocks": KERNEL_CLOCK,
             "compiled": {
                 "functions": list(self.compiled), "attention_kernels": list(self.compiled_kernels),
@@ -201,6 +210,15 @@ class WatchReport:
             "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
             "environment": self.environment.to_dict() if self.environment else None,
         }
+
+
+def _with_advice(call: dict[str, Any], advice: SignatureAdvice | None, count: int) -> dict[str, Any]:
+    """A row of ``calls[]`` with its advice: ``alternatives``, ``best``, ``saving_us_per_call`` and the rest."""
+    if advice is None:
+        return {**call, "alternatives": None, "best": None, "saving_us_per_call": None, "advice": None}
+    detail = advice.to_dict(count)
+    return {**call, "alternatives": detail.pop("alternatives"), "best": detail.pop("best"),
+            "saving_us_per_call": detail.pop("saving_us_per_call"), "advice": detail}
 
 
 def build_report(program: list[str], exit_code: int | None, states: Iterable[ProcessState],

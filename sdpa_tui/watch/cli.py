@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ..core.watch_report import WatchReport
 from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from ..exports.metrics_address import DEFAULT_ADDRESS
@@ -29,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="serve the job's per-signature metrics for Prometheus on /metrics (0: any free port)")
     parser.add_argument("--metrics-address", default=DEFAULT_ADDRESS, metavar="ADDR",
                         help=f"address the metrics listen on (default {DEFAULT_ADDRESS}: this machine only)")
+    parser.add_argument("--no-advice", action="store_true",
+                        help="with --report: do not measure each signature's alternatives after the program exits")
     return parser
 
 
@@ -44,7 +47,12 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
-def main(argv: Sequence[str], run_ui=None) -> int:
+Advisor = Callable[[WatchReport], None]
+"""Measures each row's alternatives after the program exited and fills the report's advice
+(``commands/advise.py``, given by the top-level CLI: the engine it starts is above this layer's imports)."""
+
+
+def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> int:
     """``run_ui(watched) -> exit code``: the live monitor (given by the top-level CLI, above this layer)."""
     own, program = split_argv(argv)
     parser = build_parser()
@@ -68,13 +76,15 @@ def main(argv: Sequence[str], run_ui=None) -> int:
             parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
         print(f"sdpa-tui watch: metrics on {publisher.url}", file=sys.stderr)
     try:
-        return run_headless(watched, args.report) if args.report else run_ui(watched)
+        if args.report:
+            return run_headless(watched, args.report, None if args.no_advice else advisor)
+        return run_ui(watched)
     finally:
         if publisher is not None:
             publisher.stop()
 
 
-def run_headless(watched: WatchedProgram, report_path: str) -> int:
+def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None) -> int:
     from rich.console import Console
 
     from .tables import calls_table, footnotes, why_not_lines
@@ -85,6 +95,8 @@ def run_headless(watched: WatchedProgram, report_path: str) -> int:
     finally:
         watched.close()
     report = watched.report(code)
+    if advisor is not None and report.rows:
+        advisor(report)
     console = Console(stderr=False)
     console.print(calls_table(report))
     for row in report.rows:

@@ -123,6 +123,7 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    lines.extend(advice_lines(report))
     if report.environment is not None and report.environment.notes():
         lines.append("dispatch environment at start: " + "; ".join(report.environment.notes()))
     captures = report.captures
@@ -136,4 +137,24 @@ def footnotes(report: WatchReport) -> list[str]:
         lines.append(f"compiled: {', '.join(report.compiled)} — {NOT_INTERCEPTED_NOTE}")
     if not report.rows:
         lines.append("no SDPA call was seen")
+    return lines
+
+
+def advice_lines(report: WatchReport) -> list[str]:
+    """The run's advice: SDPA's time in the lab, what the top changes save, and their code."""
+    run = report.run_advice
+    if run is None:
+        return []
+    lines = []
+    if run.top:
+        lines.append(f"advice: SDPA took {run.sdpa_us / 1e3:.2f} ms over the run at the lab's times; "
+                     f"the changes below save {run.saving_us / 1e3:.2f} ms ({run.saving_us / run.sdpa_us:.0%})"
+                     if run.sdpa_us else "advice:")
+        for item in run.top:
+            lines.append(f"  {item['signature']}: {item['from']} → {item['to']}, "
+                         f"{item['saving_us_per_call']:,.1f} µs per call × {item['count']}: {item['code']}")
+    else:
+        lines.append("advice: no signature has a backend faster than the one it ran, beyond noise")
+    if report.advice_note:
+        lines.append(report.advice_note)
     return lines

@@ -1,0 +1,57 @@
+"""``watch``'s advice, measured after the watched program exited: each signature's lab workload measured with every
+backend forced (one engine process per device, ``engine/headless.measure_series``), turned into advice
+(``core/advice.py``). Given to ``watch/cli.py`` by the top-level CLI, so the watch layer never imports the
+engine's torch side."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from ..core.advice import SignatureAdvice, advise, run_advice
+from ..core.backends import ALL_BACKENDS
+from ..core.watch_lab import lab_workload
+from ..core.watch_report import WatchReport
+from ..core.workload import Workload, WorkloadError
+from ..engine.headless import EngineFailed, measure_series
+
+SECONDS_PER_SIGNATURE = 1.0
+"""Each signature's workload is measured at least this long (and until every backend has its samples)."""
+TIMEOUT_PER_SIGNATURE_S = 120.0
+
+
+def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None) -> None:
+    """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went."""
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    advice: list[SignatureAdvice | None] = [None] * len(report.rows)
+    notes: list[str] = []
+    by_device: dict[str, list[tuple[int, Workload, list[str]]]] = {}
+    for i, row in enumerate(report.rows):
+        if row.compiled:
+            notes.append(f"{row.signature.describe()}: compiled, not advised")
+            continue
+        try:
+            workload, differences = lab_workload(row.signature)
+        except WorkloadError as exc:
+            notes.append(f"{row.signature.describe()}: {exc}")
+            continue
+        by_device.setdefault(row.signature.device, []).append((i, workload, differences))
+    started = time.monotonic()
+    for device, items in by_device.items():
+        say(f"sdpa-tui watch: measuring the alternatives of {len(items)} signature(s) on {device}, "
+            "after the program exited")
+        try:
+            sessions = measure_series([w for _, w, _ in items], ALL_BACKENDS, device=device,
+                                      duration_s=SECONDS_PER_SIGNATURE, timeout_s=TIMEOUT_PER_SIGNATURE_S)
+            for (i, _, differences), session in zip(items, sessions):
+                row = report.rows[i]
+                advice[i] = advise(session, row.backend, row.signature.priority, differences)
+        except EngineFailed as exc:
+            notes.append(f"the alternatives on {device} were not measured: {exc}")
+    report.advice = advice
+    report.run_advice = run_advice(
+        (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)
+    measured = sum(a is not None for a in advice)
+    report.advice_note = (f"alternatives measured after the program exited: {measured} signature(s), "
+                          f"{time.monotonic() - started:.1f} s" + (f"; {'; '.join(notes)}" if notes else ""))

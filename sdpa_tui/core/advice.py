@@ -1,0 +1,142 @@
+"""Measured advice for a watched call signature: what every eligible backend costs at the call's shape, which
+beats the backend the call ran, what that saves over the run, and the code that gets it.
+
+Pure: the measurements come as a lab :class:`~.session.Session` of the signature's workload (the engine measured
+every backend there, forced). The verdict uses the lab's clock that decides :meth:`Session.faster` (GPU/call on a
+GPU, eager on the CPU) and the same noise rule (:func:`.faster.beats`), so advice is only given beyond noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backends import ALL_BACKENDS, Backend
+from .faster import beats
+from .session import BackendRow, Session
+from .stats import Summary
+
+TOP = 3
+"""The run summary names this many changes first."""
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One way to run the signature, as the lab measured it."""
+
+    variant: str  # "backend": the same call with SDPA forced to ``backend``
+    backend: str
+    us: float | None  # kernel time per call (the lab's kernel clock)
+    gpu_us: float | None  # GPU/call (a CUDA graph's replays); None on the CPU
+    eager_us: float | None  # host-timed per call in an eager loop
+    error: float | None  # max |out - float64 MATH|
+    peak_mib: float | None
+    code: str
+    leaves_sdpa: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
+                "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
+                "leaves_sdpa": self.leaves_sdpa}
+
+
+@dataclass(frozen=True)
+class SignatureAdvice:
+    """The alternatives of one signature; ``best`` beats what the call ran beyond noise, or is None."""
+
+    alternatives: tuple[Alternative, ...]
+    current: str | None  # the backend the call ran
+    clock: str  # "gpu" | "eager": the clock compared
+    current_us: float | None  # the current backend on that clock, in the lab
+    best: Alternative | None = None
+    best_us: float | None = None
+    measured_as: str = ""  # the lab's workload
+    differences: tuple[str, ...] = ()  # what the lab does differently from the call
+    note: str = ""  # why there is no advice, where there is none
+
+    @property
+    def saving_us_per_call(self) -> float | None:
+        if self.best is None or self.current_us is None or self.best_us is None:
+            return None
+        return self.current_us - self.best_us
+
+    def to_dict(self, count: int) -> dict[str, Any]:
+        saving = self.saving_us_per_call
+        return {"alternatives": [a.to_dict() for a in self.alternatives], "current": self.current,
+                "clock": self.clock, "current_us": self.current_us, "best": self.best.to_dict() if self.best else None,
+                "best_us": self.best_us, "saving_us_per_call": saving,
+                "saving_us": None if saving is None else saving * count, "measured_as": self.measured_as,
+                "differences": list(self.differences), "note": self.note or None}
+
+
+def priority_code(best: Backend, order: Sequence[str]) -> str:
+    """The line that makes SDPA try ``best`` first and keeps the others as fallbacks, in ``order``."""
+    rest = [b for b in (order or [b.value for b in ALL_BACKENDS]) if b != best.value]
+    names = ", ".join(f"SDPBackend.{name}" for name in [best.value, *rest])
+    return f"with sdpa_kernel([{names}], set_priority=True):"
+
+
+def _value(summary: Summary | None) -> float | None:
+    return summary.median if summary else None
+
+
+def advise(session: Session, current: str | None, priority: Sequence[str] = (),
+           differences: Iterable[str] = ()) -> SignatureAdvice:
+    """The advice for a call that ran ``current``, from the lab's measurement of its workload."""
+    rows = {r.backend: r for r in session.rows() if r.status == "ok"}
+    clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
+    alternatives = tuple(
+        Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,
+                    r.peak_mib, priority_code(b, priority))
+        for b, r in rows.items())
+    common = {"measured_as": session.workload.describe(), "differences": tuple(differences)}
+    if not rows:
+        return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", **common)
+    now = next((r for b, r in rows.items() if b.value == current), None)
+    if now is None:
+        return SignatureAdvice(alternatives, current, clock, None,
+                               note=f"{current or 'its backend'} did not run in the lab at this shape", **common)
+    ours = _summary(now, clock)
+    candidates = [(b, _summary(r, clock)) for b, r in rows.items() if r is not now]
+    winners = sorted(((s.median, b) for b, s in candidates if s and ours and beats(s, ours)), key=lambda t: t[0])
+    current_us = ours.median if ours else None
+    if not winners:
+        return SignatureAdvice(alternatives, current, clock, current_us,
+                               note="no other backend is faster here beyond noise", **common)
+    best_us, best = winners[0]
+    chosen = next(a for a in alternatives if a.backend == best.value)
+    return SignatureAdvice(alternatives, current, clock, current_us, chosen, best_us, **common)
+
+
+def _summary(row: BackendRow, clock: str) -> Summary | None:
+    return row.gpu_us if clock == "gpu" else row.eager_us
+
+
+@dataclass
+class RunAdvice:
+    """The run's summary: SDPA's time on the clocks compared, and what the top changes would save."""
+
+    sdpa_us: float = 0.0
+    saving_us: float = 0.0
+    top: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sdpa_us": self.sdpa_us, "saving_us": self.saving_us, "top": list(self.top)}
+
+
+def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
+    """``items``: (the signature in words, its count, its advice). The savings ranked, the top ``TOP`` named."""
+    out = RunAdvice()
+    savings = []
+    for what, count, advice in items:
+        if advice.current_us is not None:
+            out.sdpa_us += advice.current_us * count
+        saving = advice.saving_us_per_call
+        if saving is not None and advice.best is not None:
+            savings.append({"signature": what, "count": count, "from": advice.current, "to": advice.best.backend,
+                            "saving_us_per_call": saving, "saving_us": saving * count, "code": advice.best.code})
+    savings.sort(key=lambda s: -s["saving_us"])
+    out.saving_us = sum(s["saving_us"] for s in savings)
+    out.top = savings[:TOP]
+    return out

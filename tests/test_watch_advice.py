@@ -1,0 +1,72 @@
+"""``watch --report``'s measured advice (issue: measured advice): per signature, every backend measured at the call's
+shape after the program exited, the one that beats what ran, the saving over the run, and the code."""
+
+from __future__ import annotations
+
+import sys
+
+from test_watch_cpu import PROGRAMS, watch
+
+from sdpa_tui.core.advice import advise, priority_code, run_advice
+from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
+from sdpa_tui.core.session import Session
+from sdpa_tui.core.workload import Workload
+
+
+def lab(eager_us: dict[Backend, list[float]]) -> Session:
+    """A lab session of a CPU workload: these backends ran, with these eager samples."""
+    session = Session(Workload(dtype="fp32"))
+    session.apply(Dispatch(0, Backend.FLASH, ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), ""))
+    for backend, values in eager_us.items():
+        session.apply(BackendStatus(0, backend, "ok"))
+        for v in values:
+            session.apply(Sample(0, backend, None, v, "none", 10, 0.0))
+    return session
+
+
+def test_a_faster_backend_beyond_noise_is_advised_with_its_saving_and_code():
+    session = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98], Backend.FLASH: [40.0, 41, 39, 40, 42, 38]})
+    advice = advise(session, "MATH", ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"))
+    assert advice.clock == "eager" and advice.best.backend == "FLASH_ATTENTION"
+    assert advice.current_us == 100.0 and advice.best_us == 40.0 and advice.saving_us_per_call == 60.0
+    assert advice.best.code == ("with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, "
+                                "SDPBackend.MATH, SDPBackend.CUDNN_ATTENTION], set_priority=True):")
+    assert {a.backend for a in advice.alternatives} == {"MATH", "FLASH_ATTENTION"}
+    run = run_advice([("q[1,4,1024,64]", 5, advice)])
+    assert run.sdpa_us == 500.0 and run.saving_us == 300.0 and run.top[0]["to"] == "FLASH_ATTENTION"
+
+
+def test_within_noise_there_is_no_advice():
+    session = lab({Backend.MATH: [100.0, 110, 90, 105, 95, 100], Backend.FLASH: [97.0, 107, 88, 101, 93, 99]})
+    advice = advise(session, "MATH")
+    assert advice.best is None and advice.saving_us_per_call is None and "beyond noise" in advice.note
+    assert run_advice([("x", 5, advice)]).top == []
+
+
+def test_the_priority_line_keeps_the_other_backends_as_fallbacks():
+    assert priority_code(Backend.EFFICIENT, ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")) == (
+        "with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, "
+        "SDPBackend.MATH], set_priority=True):")
+
+
+def test_watch_advises_flash_for_a_call_kept_on_math_on_the_cpu(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "math_forced.py"), advice=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (call,) = report["calls"]
+    assert call["backend"] == "MATH"
+    assert call["best"]["backend"] == "FLASH_ATTENTION", call["advice"]
+    assert call["saving_us_per_call"] > 0 and "SDPBackend.FLASH_ATTENTION" in call["best"]["code"]
+    assert {a["backend"] for a in call["alternatives"]} >= {"MATH", "FLASH_ATTENTION"}
+    assert call["advice"]["measured_as"].startswith("[1, 4, 1024, 64] fp32")
+    top = report["advice"]["top"]
+    assert top and top[0]["to"] == "FLASH_ATTENTION" and report["advice"]["saving_us"] > 0
+    assert "after the program exited" in report["advice"]["note"]
+    assert "advice: SDPA took" in proc.stdout and "MATH → FLASH_ATTENTION" in proc.stdout
+
+
+def test_no_advice_measures_nothing(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "math_forced.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert report["advice"] is None and report["calls"][0]["best"] is None
+    assert "measuring the alternatives" not in proc.stderr
