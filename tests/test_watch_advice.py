@@ -40,7 +40,7 @@ def test_a_faster_backend_beyond_noise_is_advised_with_its_saving_and_code():
 def test_within_noise_there_is_no_advice():
     session = lab({Backend.MATH: [100.0, 110, 90, 105, 95, 100], Backend.FLASH: [97.0, 107, 88, 101, 93, 99]})
     advice = advise(session, "MATH")
-    assert advice.best is None and advice.saving_us_per_call is None and "beyond noise" in advice.note
+    assert advice.best is None and advice.saving_us_per_call is None and "faster beyond noise" in advice.note
     assert run_advice([("x", 5, advice)]).top == []
 
 
@@ -70,3 +70,31 @@ def test_no_advice_measures_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert report["advice"] is None and report["calls"][0]["best"] is None
     assert "measuring the alternatives" not in proc.stderr
+
+
+def test_a_mask_is_read_as_causal_only_when_it_is_exactly_what_is_causal_applies():
+    import torch
+
+    from sdpa_tui.watch.choice import mask_is_causal
+
+    q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 7, 8)
+    keep = torch.ones(5, 7, dtype=torch.bool).tril()
+    assert mask_is_causal(keep, q, k) and mask_is_causal(keep.expand(1, 2, 5, 7), q, k)
+    assert mask_is_causal(torch.zeros(5, 7).masked_fill(~keep, float("-inf")), q, k)
+    assert not mask_is_causal(~keep, q, k)
+    assert not mask_is_causal(torch.zeros(5, 7).masked_fill(~keep, -1e9), q, k), "-1e9 is not -inf: not equivalent"
+    assert not mask_is_causal(keep[:, :6], q, k), "another shape"
+    other = keep.clone()
+    other[4, 0] = False  # one padded key
+    assert not mask_is_causal(other, q, k)
+
+
+def test_watch_measures_is_causal_for_a_causal_mask_passed_as_a_tensor(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "causal_mask.py"), advice=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (call,) = report["calls"]
+    assert call["mask_causal"] is True and call["mask"]["kind"] == "bool"
+    rewrite = next(a for a in call["alternatives"] if a["variant"] == "is_causal")
+    assert "is_causal=True" in rewrite["code"]
+    current = next(a for a in call["alternatives"] if a["variant"] == "backend" and a["backend"] == call["backend"])
+    assert rewrite["eager_us"] < current["eager_us"], "skipping the masked half is faster on the CPU's flash kernel"

@@ -8,9 +8,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
-from ..core.advice import SignatureAdvice, advise, run_advice
+from ..core.advice import CAUSAL_CODE, Rewrite, SignatureAdvice, advise, run_advice
 from ..core.backends import ALL_BACKENDS
+from ..core.session import Session
 from ..core.watch_lab import lab_workload
 from ..core.watch_report import WatchReport
 from ..core.workload import Workload, WorkloadError
@@ -26,7 +28,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     advice: list[SignatureAdvice | None] = [None] * len(report.rows)
     notes: list[str] = []
-    by_device: dict[str, list[tuple[int, Workload, list[str]]]] = {}
+    by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
     for i, row in enumerate(report.rows):
         if row.compiled:
             notes.append(f"{row.signature.describe()}: compiled, not advised")
@@ -36,22 +38,33 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         except WorkloadError as exc:
             notes.append(f"{row.signature.describe()}: {exc}")
             continue
-        by_device.setdefault(row.signature.device, []).append((i, workload, differences))
+        items = by_device.setdefault(row.signature.device, [])
+        items.append((i, "", workload, differences))
+        if row.mask_causal and workload.mask != "causal":  # the same call with is_causal=True instead of its mask
+            items.append((i, "is_causal", replace(workload, mask="causal"), differences))
     started = time.monotonic()
     for device, items in by_device.items():
-        say(f"sdpa-tui watch: measuring the alternatives of {len(items)} signature(s) on {device}, "
+        say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
             "after the program exited")
+        measured: dict[int, Session] = {}
+        rewrites: dict[int, list[Rewrite]] = {}
         try:
-            sessions = measure_series([w for _, w, _ in items], ALL_BACKENDS, device=device,
-                                      duration_s=SECONDS_PER_SIGNATURE, timeout_s=TIMEOUT_PER_SIGNATURE_S)
-            for (i, _, differences), session in zip(items, sessions):
-                row = report.rows[i]
-                advice[i] = advise(session, row.backend, row.signature.priority, differences)
+            for (i, variant, _, _), session in zip(items, measure_series(
+                    [w for _, _, w, _ in items], ALL_BACKENDS, device=device, duration_s=SECONDS_PER_SIGNATURE,
+                    timeout_s=TIMEOUT_PER_SIGNATURE_S)):
+                if variant:
+                    rewrites.setdefault(i, []).append(Rewrite(variant, CAUSAL_CODE, session))
+                else:
+                    measured[i] = session
         except EngineFailed as exc:
             notes.append(f"the alternatives on {device} were not measured: {exc}")
+        for i, session in measured.items():
+            row = report.rows[i]
+            differences = next(d for j, v, _, d in items if j == i and not v)
+            advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()))
     report.advice = advice
     report.run_advice = run_advice(
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)
-    measured = sum(a is not None for a in advice)
-    report.advice_note = (f"alternatives measured after the program exited: {measured} signature(s), "
+    advised = sum(a is not None for a in advice)
+    report.advice_note = (f"alternatives measured after the program exited: {advised} signature(s), "
                           f"{time.monotonic() - started:.1f} s" + (f"; {'; '.join(notes)}" if notes else ""))

@@ -81,15 +81,39 @@ def _value(summary: Summary | None) -> float | None:
     return summary.median if summary else None
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """A small change at the call site, measured as its own lab workload: SDPA's pick there is what it gets."""
+
+    variant: str  # "is_causal"
+    code: str
+    session: Session
+
+
+CAUSAL_CODE = "F.scaled_dot_product_attention(q, k, v, is_causal=True)  # in place of attn_mask=<its causal mask>"
+
+
+def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
+    pick = rewrite.session.dispatch.choice if rewrite.session.dispatch else None
+    row = next((r for r in rewrite.session.rows() if r.backend is pick and r.status == "ok"), None)
+    if row is None:
+        return None
+    return Alternative(rewrite.variant, row.backend.value, _value(row.kernel_us), _value(row.gpu_us),
+                       _value(row.eager_us), row.max_abs_error, row.peak_mib, rewrite.code), row
+
+
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
-           differences: Iterable[str] = ()) -> SignatureAdvice:
-    """The advice for a call that ran ``current``, from the lab's measurement of its workload."""
+           differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = ()) -> SignatureAdvice:
+    """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
+    rewrite's)."""
     rows = {r.backend: r for r in session.rows() if r.status == "ok"}
     clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
-    alternatives = tuple(
+    backends = tuple(
         Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,
                     r.peak_mib, priority_code(b, priority))
         for b, r in rows.items())
+    changed = [found for found in map(_rewritten, rewrites) if found is not None]
+    alternatives = backends + tuple(a for a, _ in changed)
     common = {"measured_as": session.workload.describe(), "differences": tuple(differences)}
     if not rows:
         return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", **common)
@@ -98,15 +122,15 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         return SignatureAdvice(alternatives, current, clock, None,
                                note=f"{current or 'its backend'} did not run in the lab at this shape", **common)
     ours = _summary(now, clock)
-    candidates = [(b, _summary(r, clock)) for b, r in rows.items() if r is not now]
-    winners = sorted(((s.median, b) for b, s in candidates if s and ours and beats(s, ours)), key=lambda t: t[0])
+    candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends if a.backend != current]
+    candidates += [(a, _summary(r, clock)) for a, r in changed]
+    winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
     current_us = ours.median if ours else None
     if not winners:
         return SignatureAdvice(alternatives, current, clock, current_us,
-                               note="no other backend is faster here beyond noise", **common)
-    best_us, best = winners[0]
-    chosen = next(a for a in alternatives if a.backend == best.value)
-    return SignatureAdvice(alternatives, current, clock, current_us, chosen, best_us, **common)
+                               note="nothing measured here is faster beyond noise", **common)
+    best_us, index = winners[0]
+    return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, **common)
 
 
 def _summary(row: BackendRow, clock: str) -> Summary | None:
@@ -135,6 +159,7 @@ def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
         saving = advice.saving_us_per_call
         if saving is not None and advice.best is not None:
             savings.append({"signature": what, "count": count, "from": advice.current, "to": advice.best.backend,
+                            "variant": advice.best.variant,
                             "saving_us_per_call": saving, "saving_us": saving * count, "code": advice.best.code})
     savings.sort(key=lambda s: -s["saving_us"])
     out.saving_us = sum(s["saving_us"] for s in savings)

@@ -69,9 +69,11 @@ class CallStats:
     count_exact: bool = True
     compiled_fn: str = ""  # the compiled function (compiled rows)
     eager_backend: str | None = None  # compiled rows: what eager SDPA picks for the same arguments
+    mask_causal: bool = False  # the first call's mask was exactly causal (is_causal=True would do the same)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "mask_causal": self.mask_causal,
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
             "why_not": dict(self.why_not), "kernel_us": list(self.kernel_us), "host_us": list(self.host_us),
@@ -93,7 +95,7 @@ class CallStats:
             backward=BackwardStats.from_dict(d.get("backward")), modules=list(d.get("modules", ())),
             profiled_us=float(d.get("profiled_us", 0.0)), compiled=bool(d.get("compiled", False)),
             count_exact=bool(d.get("count_exact", True)), compiled_fn=str(d.get("compiled_fn", "")),
-            eager_backend=d.get("eager_backend"),
+            eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
         )
 
 

@@ -136,3 +136,21 @@ def _with_fd2_read(fn):
     if others:
         os.write(2, ("\n".join(others) + "\n").encode())
     return result, lines
+
+
+def mask_is_causal(mask, q, k) -> bool:
+    """Is ``mask`` exactly what ``is_causal=True`` applies (top-left aligned, every batch and head): a boolean mask
+    equal to ``tril(ones(L, S))``, or a float one that is 0 there and -inf above? Read once, at a signature's
+    first call (pytorch#177712: a mask where ``is_causal`` would do keeps Flash out)."""
+    if mask is None or mask.dim() < 2 or mask.shape[-2:] != (q.shape[-2], k.shape[-2]):
+        return False
+    try:
+        with torch.no_grad():
+            keep = torch.ones(mask.shape[-2:], dtype=torch.bool, device=mask.device).tril()
+            if mask.dtype == torch.bool:
+                return bool((mask == keep).all())
+            if not mask.is_floating_point():
+                return False
+            return bool(((mask == 0) == keep).all() and torch.isneginf(mask[..., ~keep]).all())
+    except Exception:  # noqa: BLE001 - a mask this cannot read is simply not advised on
+        return False

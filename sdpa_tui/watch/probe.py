@@ -87,6 +87,7 @@ class Probe:
             frame = origin.caller_frame(2)
             stats = CallStats(signature, site=origin.call_site(frame), module=origin.module_path(frame))
             self.explain(stats, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
+            stats.mask_causal = not causal and choice.mask_is_causal(mask, q, k)
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = self.sink.add(stats, q.device.type == "cuda")
@@ -109,8 +110,7 @@ class Probe:
             return
         if not end:
             self.environment = found
-        elif found != self.environment:
-            self.environment_end = found
+        self.environment_end = found if end and found != self.environment else self.environment_end
 
     def explain(self, stats: CallStats, flags, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
         """The backend SDPA picks and why not the others (on the CPU a reason is read by forcing one

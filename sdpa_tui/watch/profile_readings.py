@@ -62,7 +62,7 @@ class Entry:
             s.signature, self.count, s.site, s.module, s.backend, s.choice_error, dict(s.why_not),
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
-            list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend,
+            list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
         )
 
 

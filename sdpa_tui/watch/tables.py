@@ -151,7 +151,8 @@ def advice_lines(report: WatchReport) -> list[str]:
                      f"the changes below save {run.saving_us / 1e3:.2f} ms ({run.saving_us / run.sdpa_us:.0%})"
                      if run.sdpa_us else "advice:")
         for item in run.top:
-            lines.append(f"  {item['signature']}: {item['from']} → {item['to']}, "
+            to = item["to"] if item["variant"] == "backend" else f"{item['variant']} ({item['to']})"
+            lines.append(f"  {item['signature']}: {item['from']} → {to}, "
                          f"{item['saving_us_per_call']:,.1f} µs per call × {item['count']}: {item['code']}")
     else:
         lines.append("advice: no signature has a backend faster than the one it ran, beyond noise")
