@@ -92,6 +92,7 @@ RECORDS = [
     EngineError("CUDA context poisoned: an illegal memory access was encountered", fatal=True),
     EngineError("MATH: something odd"),
     Ready(SHADOWED),  # last: tests index the records above by position
+    Accuracy(7, Backend.CUDNN, 1e-3, 1e-3, "fwd", (1e-3, 2e-3, 3e-3), (1e-3, 2e-3, 3e-3), ("dq",)),
 ]
 
 

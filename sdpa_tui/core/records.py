@@ -167,6 +167,10 @@ class Accuracy:
     max_abs: float | None
     max_rel: float | None  # max |out - ref| / max |ref|
     note: str = ""
+    # fwd+bwd workloads: dq, dk, dv against float64 MATH's on the same inputs and output gradient
+    grad_max_abs: tuple[float, float, float] | None = None
+    grad_max_rel: tuple[float, float, float] | None = None
+    nonfinite: tuple[str, ...] = ()  # which of "out", "dq", "dk", "dv" hold NaN or Inf
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,9 @@ class BackendRow:
     max_rel_error: float | None = None
     eligibility: str = ""
     eligibility_reason: str = ""
+    grad_max_rel: tuple[float, float, float] | None = None  # dq, dk, dv against float64 MATH's (fwd+bwd)
+    grad_max_abs: tuple[float, float, float] | None = None
+    nonfinite: tuple[str, ...] = ()  # which of out, dq, dk, dv held NaN or Inf
 
 
 class Session:
@@ -217,6 +220,9 @@ class Session:
                     max_rel_error=accuracy.max_rel if accuracy else None,
                     eligibility=s.eligibility,
                     eligibility_reason=s.eligibility_reason,
+                    grad_max_rel=accuracy.grad_max_rel if accuracy else None,
+                    grad_max_abs=accuracy.grad_max_abs if accuracy else None,
+                    nonfinite=accuracy.nonfinite if accuracy else (),
                 )
             )
         return rows

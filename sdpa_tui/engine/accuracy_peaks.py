@@ -28,6 +28,7 @@ class AccuracyAndPeaks:
     runs: dict[Backend, BackendRun]
     _peaks: dict[str, float]
     _peak_due: bool
+    _grad_ref: "tuple[int, tuple[torch.Tensor, ...] | str] | None"  # the float64 gradients of one configuration
 
     _check_sticky: Callable[[BaseException], None]  # BackendRuns's
     _free_memory: Callable[[], None]  # BackendRuns's
@@ -39,6 +40,7 @@ class AccuracyAndPeaks:
                 if backend in self.runs:  # a backend that failed meanwhile has none
                     self._send_accuracy(backend, reference)
             del reference
+            self._grad_ref = None  # the float64 gradients are held for one configuration's backends only
         self.startup.mark("accuracy")
 
     def _send_peak_when_due(self) -> None:
@@ -81,10 +83,58 @@ class AccuracyAndPeaks:
         if isinstance(reference, str):
             self.channel.send(Accuracy(cid, backend, None, None, reference))
             return
+        inputs = self.inputs
         with forced((backend,)), torch.no_grad():
-            out = torch.nn.functional.scaled_dot_product_attention(
-                self.inputs.q, self.inputs.k, self.inputs.v, **self.inputs.sdpa_kwargs()
-            )
+            out = torch.nn.functional.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v, **inputs.sdpa_kwargs())
         max_abs, max_rel = quality.compare(out, reference)
+        bad = quality.nonfinite({"out": out})
         del out
-        self.channel.send(Accuracy(cid, backend, max_abs, max_rel, "forward output vs float64 MATH"))
+        grads, grad_abs, grad_rel, note = self._grad_errors(backend)
+        if grads:
+            bad += quality.nonfinite(dict(zip(quality.GRADS, grads)))
+        del grads
+        self.channel.send(Accuracy(cid, backend, max_abs, max_rel, "forward output vs float64 MATH" + note,
+                                   grad_abs, grad_rel, bad))
+
+    def _grad_errors(self, backend: Backend) -> tuple[tuple, tuple | None, tuple | None, str]:
+        """fwd+bwd workloads: this backend's dq, dk, dv and their errors against float64 MATH's (the reference is
+        computed once per configuration, in ``_grad_reference``)."""
+        inputs = self.inputs
+        if not self.config.workload.backward or inputs.grad_out is None:
+            return (), None, None, ""
+        reference = self._grad_reference()
+        if isinstance(reference, str):
+            return (), None, None, f"; gradients: {reference}"
+        try:
+            with forced((backend,)), torch.enable_grad():
+                out = torch.nn.functional.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v,
+                                                                       **inputs.sdpa_kwargs())
+                grads = torch.autograd.grad(out, (inputs.q, inputs.k, inputs.v), inputs.grad_out)
+        except RuntimeError as exc:
+            self._check_sticky(exc)
+            return (), None, None, f"; gradients: {str(exc).splitlines()[0]}"
+        errors = [quality.compare(g, r) for g, r in zip(grads, reference)]
+        return (grads, tuple(e[0] for e in errors), tuple(e[1] for e in errors),
+                "; dq, dk, dv vs float64 MATH's")
+
+    def _grad_reference(self) -> "tuple[torch.Tensor, ...] | str":
+        cached = self._grad_ref
+        if cached is not None and cached[0] == self.config.config_id:
+            return cached[1]
+        if self.device.type == "cuda":
+            need = self.config.workload.math_bytes_lower_bound * 4  # float64 scores, and their gradient
+            if need > torch.cuda.mem_get_info(self.device)[0]:
+                found: "tuple[torch.Tensor, ...] | str" = (
+                    f"the float64 reference would need at least {need / 2**30:.1f} GiB: not computed")
+                self._grad_ref = (self.config.config_id, found)
+                return found
+        try:
+            found = quality.reference_grads(self.inputs)
+        except torch.OutOfMemoryError:
+            self._free_memory()
+            found = "the float64 reference does not fit in memory"
+        except RuntimeError as exc:
+            self._check_sticky(exc)
+            found = f"no float64 reference: {str(exc).splitlines()[0]}"
+        self._grad_ref = (self.config.config_id, found)
+        return found

@@ -75,3 +75,19 @@ def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
     diff = (out.detach().double() - ref).abs().max().item()
     scale = ref.abs().max().item()
     return diff, diff / scale if scale else float("nan")
+
+
+GRADS = ("dq", "dk", "dv")
+
+
+def reference_grads(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv of SDPA in float64 (MATH) for the workload's output gradient, on the same inputs."""
+    q, k, v = (t.detach().double().requires_grad_(True) for t in (inputs.q, inputs.k, inputs.v))
+    with sdpa_kernel([SDPBackend.MATH]), torch.enable_grad():
+        out = F.scaled_dot_product_attention(q, k, v, **inputs.sdpa_kwargs())
+        return torch.autograd.grad(out, (q, k, v), inputs.grad_out.double())
+
+
+def nonfinite(named: dict[str, torch.Tensor]) -> tuple[str, ...]:
+    """The names whose tensor holds a NaN or an Inf."""
+    return tuple(name for name, t in named.items() if not bool(torch.isfinite(t).all()))

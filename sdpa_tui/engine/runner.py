@@ -55,6 +55,7 @@ class Engine(BackendRuns, AccuracyAndPeaks, TimingSlices):
         self.profiler: ProfilerClient | None = None
         self._next_health = 0.0
         self._peak_due = False  # the matmul peak of the configured dtype is still to be sent
+        self._grad_ref = None  # fwd+bwd: float64 MATH's dq, dk, dv while a configuration's accuracies are sent
 
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:

@@ -125,6 +125,9 @@ def backend_dict(row: BackendRow) -> dict[str, Any]:
         "pct_of_peak": row.pct_of_peak,
         "max_abs_error": row.max_abs_error,
         "max_rel_error": row.max_rel_error,
+        "grad_error": None if row.grad_max_abs is None else dict(zip(("dq", "dk", "dv"), row.grad_max_abs)),
+        "grad_rel_error": None if row.grad_max_rel is None else dict(zip(("dq", "dk", "dv"), row.grad_max_rel)),
+        "nonfinite": list(row.nonfinite),
         "eligibility": row.eligibility,
         "eligibility_reason": row.eligibility_reason,
         "kernels": [

@@ -166,7 +166,12 @@ class BackendPanel(Vertical):
             ("mem ", "bold"), fmt_bytes(state.peak_bytes),
             ("  err ", "bold"), fmt_error(row.max_rel_error),
         )
+        if row.grad_max_rel is not None:  # fwd+bwd: the worst of dq, dk, dv
+            extra.append_text(Text.assemble(("  ∇err ", "bold"), fmt_error(max(row.grad_max_rel))))
         extra.truncate(width, overflow="ellipsis")
+        if row.nonfinite:
+            bad = Text(f"NaN/Inf in {', '.join(row.nonfinite)} ({row.backend.label}, this workload)", style="bold red")
+            return Group(table, extra, bad)
         return Group(table, extra)
 
     def _clocks_line(self, state: BackendState, is_cpu: bool) -> Text:
