@@ -98,3 +98,40 @@ def test_watch_measures_is_causal_for_a_causal_mask_passed_as_a_tensor(tmp_path)
     assert "is_causal=True" in rewrite["code"]
     current = next(a for a in call["alternatives"] if a["variant"] == "backend" and a["backend"] == call["backend"])
     assert rewrite["eager_us"] < current["eager_us"], "skipping the masked half is faster on the CPU's flash kernel"
+
+
+def test_the_output_check_flags_only_the_site_fed_a_nan_and_changes_nothing(tmp_path):
+    from test_watch_cpu import plain
+
+    program = (sys.executable, str(PROGRAMS / "nonfinite_site.py"))
+    proc, report = watch(tmp_path, *program, columns=250)
+    assert proc.returncode == 0, proc.stderr
+    by_len = {c["q_shape"][2]: c for c in report["calls"]}
+    good, bad = by_len[32]["check"], by_len[48]["check"]
+    assert good["ok"] is True and good["samples"] == 1 and good["max_rel_error"] < good["tolerance"]
+    assert bad["ok"] is False and bad["nonfinite"] == 1 and bad["note"] == "the inputs already held NaN or Inf"
+    flagged = [line for line in proc.stdout.splitlines() if line.startswith("OUTPUT CHECK FAILED")]
+    assert len(flagged) == 1 and "nonfinite_site.py:14" in flagged[0], proc.stdout
+    assert proc.stdout.splitlines()[0] == plain(*program).splitlines()[0], "the program's own output is unchanged"
+
+
+def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
+    from dataclasses import replace
+
+    from sdpa_tui.core.call_signature import CallSignature
+    from sdpa_tui.core.watch_report import build_report
+    from sdpa_tui.core.watched_calls import CallStats, OutputCheck, ProcessState
+    from sdpa_tui.ui.call_rows import CHECK_FAILED, check_lines, table_cells
+
+    sig = CallSignature(q_shape=(1, 2, 48, 16), kv_shape=(1, 2, 48, 16), dtype="torch.float32", device="cpu",
+                        mask="none", mask_shape=None, causal=False, dropout_p=0.0, scale=None, gqa=False, grad=False)
+    bad = CallStats(sig, count=3, site="p.py:14", backend="FLASH_ATTENTION",
+                    check=OutputCheck(samples=1, nonfinite=1, ok=False, note="the inputs already held NaN or Inf"))
+    good = CallStats(replace(sig, q_shape=(1, 2, 32, 16), kv_shape=(1, 2, 32, 16)), count=3, site="p.py:13",
+                     backend="FLASH_ATTENTION", check=OutputCheck(1, 0, 1e-7, 3e-7, 2e-3, True))
+    report = build_report(["p.py"], 0, [ProcessState(pid=1, calls=[bad, good])], 1.0)
+    rows = {r.signature.q_shape[2]: r for r in report.rows}
+    assert table_cells(rows[48])["backend"].startswith(CHECK_FAILED)
+    assert not table_cells(rows[32])["backend"].startswith(CHECK_FAILED)
+    assert check_lines(rows[48]) == ["check   FAILED: 1 of 1 outputs held NaN or Inf (the inputs already held NaN or Inf)"]
+    assert check_lines(rows[32]) == ["check   1 output(s) vs float64 MATH: max rel err 3.0e-07, within 2e-03"]

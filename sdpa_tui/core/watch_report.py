@@ -18,7 +18,7 @@ from .dispatch_env import DispatchEnvironment
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
-from .watched_calls import CallStats, Captures, ProcessState
+from .watched_calls import CallStats, Captures, OutputCheck, ProcessState
 
 SCHEMA_VERSION = 2
 NOT_INTERCEPTED_NOTE = (
@@ -79,6 +79,7 @@ class CallRow:
     compiled_fn: str = ""
     eager_backend: str | None = None
     mask_causal: bool = False  # its mask was exactly causal at the first call: ``is_causal=True`` is equivalent
+    check: OutputCheck | None = None  # sampled outputs against float64 MATH
     share: float | None = None  # of the program's SDPA time (forward and backward), by count × median
     share_of_gpu: float | None = None  # of all the program's GPU time in the profiled windows
     calls_per_s: float | None = None
@@ -114,7 +115,7 @@ class CallRow:
             "flags": list(s.flags), "priority": list(s.priority), "compiled": self.compiled,
             "compiled_fn": self.compiled_fn or None, "count": self.count, "count_exact": self.count_exact,
             "calls_per_s": self.calls_per_s, "backend": self.backend, "eager_backend": self.eager_backend,
-            "mask_causal": self.mask_causal,
+            "mask_causal": self.mask_causal, "check": self.check.to_dict() if self.check else None,
             "choice_error": self.choice_error or None, "why_not": dict(self.why_not),
             "kernel_us": _summary_dict(self.kernel_us), "first_call_us": self.first_call_us,
             "host_us": _summary_dict(self.host_us), "kernels": list(self.kernels),
@@ -159,7 +160,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             backward=_backward(stats), modules=tuple(collapse(m for st in stats for m in st.modules)),
             compiled=compiled, count_exact=all(st.count_exact for st in stats),
             compiled_fn=first.compiled_fn, eager_backend=first.eager_backend,
-            mask_causal=all(st.mask_causal for st in stats),
+            mask_causal=all(st.mask_causal for st in stats), check=OutputCheck.merged(st.check for st in stats),
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells),

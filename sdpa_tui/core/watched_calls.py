@@ -48,6 +48,41 @@ class BackwardStats:
 
 
 @dataclass
+class OutputCheck:
+    """A signature's sampled output check (``watch/output_check.py``): calls compared with float64 MATH."""
+
+    samples: int = 0
+    nonfinite: int = 0  # checked calls whose output held NaN or Inf
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None  # max |out - ref| / max |ref|
+    tolerance: float | None = None
+    ok: bool | None = None  # None: nothing compared yet
+    note: str = ""  # why it was not (or not fully) checked
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"samples": self.samples, "nonfinite": self.nonfinite, "max_abs_error": self.max_abs_error,
+                "max_rel_error": self.max_rel_error, "tolerance": self.tolerance, "ok": self.ok,
+                "note": self.note or None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "OutputCheck":
+        d = d or {}
+        return cls(int(d.get("samples", 0)), int(d.get("nonfinite", 0)), d.get("max_abs_error"),
+                   d.get("max_rel_error"), d.get("tolerance"), d.get("ok"), str(d.get("note") or ""))
+
+    @classmethod
+    def merged(cls, checks: Iterable["OutputCheck"]) -> "OutputCheck":
+        """Every process's checks of one signature as one."""
+        checks = list(checks)
+        errors = [c.max_abs_error for c in checks if c.max_abs_error is not None]
+        rels = [c.max_rel_error for c in checks if c.max_rel_error is not None]
+        verdicts = [c.ok for c in checks if c.ok is not None]
+        return cls(sum(c.samples for c in checks), sum(c.nonfinite for c in checks), max(errors, default=None),
+                   max(rels, default=None), next((c.tolerance for c in checks if c.tolerance), None),
+                   all(verdicts) if verdicts else None, next((c.note for c in checks if c.note), ""))
+
+
+@dataclass
 class CallStats:
     """One signature in one process: what the probe knows about it."""
 
@@ -70,10 +105,11 @@ class CallStats:
     compiled_fn: str = ""  # the compiled function (compiled rows)
     eager_backend: str | None = None  # compiled rows: what eager SDPA picks for the same arguments
     mask_causal: bool = False  # the first call's mask was exactly causal (is_causal=True would do the same)
+    check: OutputCheck = field(default_factory=OutputCheck)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mask_causal": self.mask_causal,
+            "mask_causal": self.mask_causal, "check": self.check.to_dict(),
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
             "why_not": dict(self.why_not), "kernel_us": list(self.kernel_us), "host_us": list(self.host_us),
@@ -96,6 +132,7 @@ class CallStats:
             profiled_us=float(d.get("profiled_us", 0.0)), compiled=bool(d.get("compiled", False)),
             count_exact=bool(d.get("count_exact", True)), compiled_fn=str(d.get("compiled_fn", "")),
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
+            check=OutputCheck.from_dict(d.get("check")),
         )
 
 

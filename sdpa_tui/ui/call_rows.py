@@ -44,6 +44,25 @@ def short_site(site: str) -> str:
     return os.path.basename(site) or site
 
 
+CHECK_FAILED = "✗ "
+"""Starts the backend cell of a row whose sampled output check failed (drawn in red)."""
+
+
+def check_lines(row: CallRow) -> list[str]:
+    """The sampled output check of the selected call (``watch/output_check.py``)."""
+    c = row.check
+    if c is None or (not c.samples and not c.note):
+        return []
+    if c.ok is False:
+        what = (f"{c.nonfinite} of {c.samples} outputs held NaN or Inf" if c.nonfinite
+                else f"max rel err {c.max_rel_error:.1e} above its tolerance {c.tolerance:.0e}")
+        return [f"check   FAILED: {what}" + (f" ({c.note})" if c.note else "")]
+    if not c.samples:
+        return [f"check   {c.note}"]
+    return [f"check   {c.samples} output(s) vs float64 MATH: max rel err {c.max_rel_error:.1e}, "
+            f"within {c.tolerance:.0e}"]
+
+
 def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
     s = row.signature
     return {
@@ -57,7 +76,8 @@ def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
         "count": count_cell(row),
         "rate": f"{row.calls_per_s:,.1f}" if row.calls_per_s else "—",
         "share": share_cell(row),
-        "backend": backend_cell(row) if row.backend or row.compiled else "none",
+        "backend": (CHECK_FAILED if row.check and row.check.ok is False else "")
+        + (backend_cell(row) if row.backend or row.compiled else "none"),
         "time": time_cell(row),
         "backward": backward_cell(row),
         "first": first_call_cell(row),
@@ -106,6 +126,7 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
         lines.append(f"  kernels {', '.join(short_name(k) for k in back.kernels) or '—'}")
     if row.first_call_us is not None:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
+    lines += check_lines(row)
     if row.share_of_gpu is not None:
         lines.append(f"share   {share_cell(row)} of the program's GPU time in the profiled windows")
     if row.per_rank:

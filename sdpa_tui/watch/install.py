@@ -42,7 +42,7 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     if _installed:
         return _installed[0]
     probe = Probe(sender, kernel_bursts)
-    probe.read_environment()  # the flags and variables as found at start, before the program's first line
+    probe.environment.read()  # the flags and variables as found at start, before the program's first line
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
     probe.flag_state.watch_setters()

@@ -1,13 +1,12 @@
 """The in-process probe: what a watched process knows about its SDPA calls, and its slow path.
 
-The wrapper's fast path (``fast_path.py``) hands a call here when its signature is new, when a
-profiler burst is due or running, or while the signature is still *wanted* (fewer than
-``WANTED_SAMPLES`` profiled calls). A signature's first call finds its call site, module path,
-chosen backend and why-not reasons, is timed on the host (plan building, autotuning: shown
-apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each call's own kernels are
-read. The first ``MODULE_CALLS`` calls of a signature (and calls in bursts) also note the module
-that made them; on the CPU every ``TIME_EVERY``-th call is timed on the host. A background thread
-reads finished bursts and sends the state to the parent twice a second.
+The wrapper's fast path (``fast_path.py``) hands a call here when its signature is new, when a profiler burst is due
+or running, or while the signature is still *wanted* (fewer than ``WANTED_SAMPLES`` profiled calls). A signature's
+first call finds its call site, module path, chosen backend and why-not reasons, is timed on the host (plan
+building, autotuning: shown apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each call's own
+kernels are read. The first ``MODULE_CALLS`` calls of a signature (and calls in bursts) also note the module that
+made them; on the CPU every ``TIME_EVERY``-th call is timed on the host; sampled calls have their output checked
+(``output_check.py``). A background thread reads finished bursts and sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -22,13 +21,12 @@ import torch
 from torch.autograd.profiler import record_function
 
 from ..core.call_signature import CallSignature
-from ..core.dispatch_env import DispatchEnvironment
 from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
 from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
-from ..engine import dispatch_environment
-from . import choice, origin
+from . import choice, origin, output_check
 from .bursts import KernelBursts
 from .channel import StateSender
+from .environment_readings import EnvironmentReadings
 from .flag_state import FlagState
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
@@ -43,9 +41,8 @@ class Probe:
     def __init__(self, sender: StateSender | None, kernel_bursts: bool = True) -> None:
         self.sender = sender
         self.table: dict[tuple, Entry] = {}
-        # The last signature the fast path found and its entry, as one tuple (replaced whole, so a
-        # thread never reads one signature's key with another's entry): a repeated signature is
-        # compared, not hashed and looked up.
+        # The last signature the fast path found and its entry, one tuple replaced whole (a thread never reads one
+        # signature's key with another's entry): a repeated signature is compared, not hashed and looked up.
         self.last_hit: list[tuple] = [(None, None)]
         self.sink = ReadingSink(kernel_bursts)
         self.special = False  # a burst is due or running, or a first call is probing: calls take the slow path
@@ -63,8 +60,7 @@ class Probe:
         self.rank = RankInfo()
         self._finished_pid = -1
         self.error = ""
-        self.environment: DispatchEnvironment | None = None  # as found at start (install), before the program runs
-        self.environment_end: DispatchEnvironment | None = None  # at its end, where the program changed it
+        self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
 
     @property
     def entries(self) -> list[Entry]:
@@ -103,15 +99,6 @@ class Probe:
             self._ensure_thread()
             return entry
 
-    def read_environment(self, end: bool = False) -> None:
-        try:
-            found = dispatch_environment.read()
-        except Exception:  # noqa: BLE001 - never the program's problem
-            return
-        if not end:
-            self.environment = found
-        self.environment_end = found if end and found != self.environment else self.environment_end
-
     def explain(self, stats: CallStats, flags, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
         """The backend SDPA picks and why not the others (on the CPU a reason is read by forcing one
         backend for a moment: other threads' calls wait on the slow path meanwhile, and the forced
@@ -144,24 +131,30 @@ class Probe:
                 first = FIRST_SUFFIX if entry.count == 1 else ""
                 self.in_burst[entry.index] = self.in_burst.get(entry.index, 0) + (not first)
                 with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
-                    return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
+                    out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
+                if output_check.due(entry.count, entry.stats.check):  # outside the range: not the call's kernels
+                    output_check.check_output(entry.stats.check, original, out, q, k, v, mask, dropout_p, causal,
+                                              scale, gqa)
+                return out
         return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
-    def sampled_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa):
-        """A call whose module is noted, and that is timed on the host where that is its clock."""
+    def sampled_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, check=True):
+        """A call whose module is noted, timed on the host where that is its clock, its output checked if due."""
         count = entry.count
         if count <= MODULE_CALLS or self.bursts.active:
             entry.note_module(origin.module_path(origin.caller_frame(2)))
-        if count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1)):
-            t0 = time.perf_counter_ns()
-            out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
-            us = (time.perf_counter_ns() - t0) / 1e3
-            if count == 1:
-                entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
-            else:
-                keep_sample(entry.stats.host_us, us)
-            return out
-        return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        timed = count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1))
+        t0 = time.perf_counter_ns()
+        out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        us = (time.perf_counter_ns() - t0) / 1e3
+        if count == 1:
+            entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
+        elif timed:
+            keep_sample(entry.stats.host_us, us)
+        if check and output_check.due(count, entry.stats.check):  # after the timing: not the call's time
+            output_check.check_output(entry.stats.check, original, out, q, k, v, mask, dropout_p, causal, scale,
+                                      gqa)
+        return out
 
     def burst_tick(self) -> None:
         """On the calling thread: start a due burst, stop a finished one."""
@@ -246,8 +239,8 @@ class Probe:
             pid=os.getpid(), calls=calls, compiled=list(self.compiled),
             compiled_kernels=list(self.sink.compiled_kernels), kernels_note=note, final=final, error=self.error,
             time_s=time.time(), captures=replace(self.bursts.captures), rank=self.rank.rank,
-            local_rank=self.rank.local_rank, host=self.rank.host, environment=self.environment,
-            environment_end=self.environment_end,
+            local_rank=self.rank.local_rank, host=self.rank.host, environment=self.environment.start,
+            environment_end=self.environment.end,
         )
 
     def send(self, final: bool = False) -> None:
@@ -273,7 +266,7 @@ class Probe:
         thread = self._thread
         if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state
-        self.read_environment(end=True)  # the program may have changed flags or variables
+        self.environment.read(end=True)  # the program may have changed flags or variables
         try:
             if self.bursts.active:
                 self.bursts.stop(final=True)

@@ -8,6 +8,8 @@ in a compiled graph belongs to the compiled entry with the same q, k, v shapes a
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.call_profile import ProfiledCall, ProfileReading
 from ..core.watched_calls import BackwardStats, CallStats, Captures
 from ..core.window_reading import FIRST_SUFFIX, WindowReading
@@ -63,6 +65,7 @@ class Entry:
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
+            replace(s.check),
         )
 
 

@@ -123,6 +123,7 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    lines.extend(check_lines(report))
     lines.extend(advice_lines(report))
     if report.environment is not None and report.environment.notes():
         lines.append("dispatch environment at start: " + "; ".join(report.environment.notes()))
@@ -158,4 +159,23 @@ def advice_lines(report: WatchReport) -> list[str]:
         lines.append("advice: no signature has a backend faster than the one it ran, beyond noise")
     if report.advice_note:
         lines.append(report.advice_note)
+    return lines
+
+
+def check_lines(report: WatchReport) -> list[str]:
+    """The sampled output checks: the signatures that failed (NaN/Inf, or beyond the dtype's tolerance), and how
+    many were checked."""
+    lines = []
+    checked = [r for r in report.rows if r.check and r.check.samples]
+    for row in report.rows:
+        c = row.check
+        if c is None or c.ok is not False:
+            continue
+        what = (f"{c.nonfinite} of {c.samples} checked outputs held NaN or Inf" if c.nonfinite else
+                f"max |out - float64| / max |ref| {c.max_rel_error:.1e} > {c.tolerance:.0e}")
+        lines.append(f"OUTPUT CHECK FAILED: {row.signature.describe()} at {row.site} ({row.backend}): {what}"
+                     + (f" ({c.note})" if c.note else ""))
+    if checked and not lines:
+        lines.append(f"output check: {len(checked)} signature(s), {sum(r.check.samples for r in checked)} output(s) "
+                     "compared with float64 MATH, all within tolerance")
     return lines

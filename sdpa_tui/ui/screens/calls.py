@@ -15,7 +15,15 @@ from textual.widgets import DataTable, Footer, Log, Static
 
 from ...core.call_signature import CallSignature
 from ...core.watch_report import CallRow, WatchReport
-from ..call_rows import COLUMNS, RIGHT_ALIGNED, detail_lines, program_state, table_cells, traceback_tail
+from ..call_rows import (
+    CHECK_FAILED,
+    COLUMNS,
+    RIGHT_ALIGNED,
+    detail_lines,
+    program_state,
+    table_cells,
+    traceback_tail,
+)
 from .help import HelpScreen
 
 LOG_LINES = 2000
@@ -112,6 +120,8 @@ class CallsScreen(Screen):
 
     @staticmethod
     def _cell(column: str, value: str) -> Text | str:
+        if value.startswith(CHECK_FAILED):  # its output check failed: the evidence is in the detail pane
+            return Text(value, style="bold red")
         return Text(value, justify="right") if column in RIGHT_ALIGNED else value
 
     def _key(self, row: CallRow) -> str:
