@@ -43,3 +43,20 @@ def test_other_backends_sections_are_ignored():
     assert reasons_for(Backend.EFFICIENT, messages) == ["Memory Efficient attention has been runtime disabled."]
     assert reasons_for(Backend.FLASH, messages) == ["some flash reason"]
     assert reasons_for(Backend.CUDNN, messages) == []
+
+
+@pytest.mark.parametrize("backend", [Backend.CUDNN, Backend.EFFICIENT])
+def test_on_the_cpu_a_backend_without_a_cpu_kernel_is_said_so_without_torchs_words_about_flags(backend):
+    """Torch says "No viable backend … likely due to turning off both the math kernel and the fused kernels" with
+    every flag on: the panel quoted it under the true reason (issue 21, item 3)."""
+    torch = pytest.importorskip("torch")
+    from sdpa_tui.core.workload import Workload
+    from sdpa_tui.engine.calls import Inputs
+    from sdpa_tui.engine.dispatch import probe
+
+    device = torch.device("cpu")
+    verdict = probe(Inputs.make(Workload(batch=1, heads=2, kv_heads=2, seq=16, kv_seq=16, head_dim=16, dtype="fp32"),
+                                device), backend, device)
+    assert verdict.status == "not_eligible"
+    assert verdict.reason == f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"
+    assert not any("turning off" in d for d in verdict.details), verdict.details

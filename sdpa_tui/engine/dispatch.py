@@ -70,7 +70,10 @@ def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility
             details = list(dict.fromkeys(reasons_for(backend, warned)))  # de-duplicated, in order
             if any(marker in message for marker in _NO_KERNEL):
                 if not details and device.type == "cpu":
-                    details = [f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"]
+                    # torch's own words here blame the flags ("turning off both the math kernel and the fused
+                    # kernels") with every flag on: what is true is that the backend has no CPU kernel at all
+                    no_cpu = f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"
+                    return Eligibility("not_eligible", no_cpu, (no_cpu,))
                 reason = details[0] if details else message.splitlines()[0]
                 return Eligibility("not_eligible", reason, tuple(details + [message]))
             return Eligibility("error", message.splitlines()[0], tuple(details + [message]))
