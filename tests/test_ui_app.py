@@ -470,15 +470,15 @@ async def test_gpu_panel_shows_throttling_and_other_processes() -> None:
         assert str(ENGINE_PID) not in widget_text(app, "#gpu")  # our own engine is no "other"
         source.push(h200_throttled())
         await settle(pilot, until=lambda: "SW power cap" in widget_text(app, "#gpu"))
-        assert app.session.gpu_flags == "throttled"
+        assert app.session.gpu_conditions == ("throttled",)
         source.push(h200_shared())
         await settle(pilot, until=lambda: "other process" in widget_text(app, "#gpu"))
         gpu = widget_text(app, "#gpu")
         assert "1 other process" in gpu and "31337 train.py" in gpu
-        assert app.session.gpu_flags == "shared"
+        assert app.session.gpu_conditions == ("shared",)
         engine.feed_live(app, count=1)
         await settle(pilot)
-        assert app.session.backends[Backend.CUDNN].history[-1].flags == "shared"
+        assert app.session.backends[Backend.CUDNN].history[-1].conditions == "shared"
 
 
 # ------------------------------------------------------------------ terminal and exit
@@ -643,6 +643,10 @@ async def test_a_contended_host_cpu_is_said_in_the_header(monkeypatch) -> None:
         await live(pilot, engine)
         await settle(pilot, until=lambda: "CONTENDED" in widget_text(app, "#header"))
         assert "CPU CONTENDED 42%: eager times read high" in widget_text(app, "#header")  # an H200 engine
+        engine.feed_live(app, count=1)
+        await settle(pilot)
+        assert app.session.backends[Backend.CUDNN].history[-1].conditions.endswith("cpu-contended"), \
+            "history.csv records the contention beside the sample (issue 21, item 5)"
 
 
 @pytest.mark.parametrize("why", ["this torch build has no CUDA", "--device cpu"])

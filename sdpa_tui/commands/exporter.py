@@ -92,7 +92,7 @@ class Exporter:
             self.gpu = snapshot
             flags = [name for name, on in (("throttled", snapshot.throttled),
                                            ("shared", bool(snapshot.other_processes))) if on]
-            self.session.gpu_flags = "+".join(flags)
+            self.session.gpu_conditions = tuple(flags)
             self.metrics.publish(self.session, snapshot)
 
 

@@ -26,7 +26,7 @@ class HistoryRow:
     gpu_us: float | None
     eager_us: float
     kernel_us: float | None
-    flags: str  # "", "throttled", "shared", "throttled+shared"
+    conditions: str  # what may make the sample read high: "", or "throttled", "shared", "cpu-contended" joined by +
 
 
 @dataclass

@@ -74,7 +74,9 @@ class Session:
         self.dispatch: Dispatch | None = None
         self.logs: deque[str] = deque(maxlen=500)
         self.errors: deque[str] = deque(maxlen=100)
-        self.gpu_flags = ""  # set from telemetry: "throttled", "shared", ...
+        # what may make samples read high, from telemetry: the GPU's ("throttled", "shared") and the host's CPUs
+        self.gpu_conditions: tuple[str, ...] = ()
+        self.cpu_contended = False
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
         self.peaks: dict[str, PeakFlops] = {}
         self.startup: StartupTimes | None = None
@@ -178,7 +180,7 @@ class Session:
                     gpu_us=record.gpu_us,
                     eager_us=record.eager_us,
                     kernel_us=kernel.median if kernel else None,
-                    flags=self.gpu_flags,
+                    conditions="+".join((*self.gpu_conditions, *(("cpu-contended",) if self.cpu_contended else ()))),
                 )
             )
             return True

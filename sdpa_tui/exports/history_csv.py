@@ -19,7 +19,7 @@ HISTORY_COLUMNS: tuple[str, ...] = (
     "gpu_us",
     "eager_us",
     "kernel_us",
-    "flags",
+    "conditions",
 )
 
 
@@ -41,7 +41,7 @@ def history_dict(row: HistoryRow) -> dict[str, Any]:
         "gpu_us": _number(row.gpu_us),
         "eager_us": _number(row.eager_us),
         "kernel_us": _number(row.kernel_us),
-        "flags": row.flags,
+        "conditions": row.conditions,
     }
 
 

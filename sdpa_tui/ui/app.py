@@ -172,6 +172,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
         if disturbance_note(pressure) != disturbance_note(self.host_pressure):
             self._dirty = True
         self.host_pressure = pressure
+        self.session.cpu_contended = bool(disturbance_note(pressure))  # recorded beside each sample in history.csv
 
     def _redraw_if_dirty(self) -> None:
         if self._dirty:

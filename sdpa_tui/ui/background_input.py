@@ -100,5 +100,5 @@ class BackgroundInput:
         self.gpu = message.snapshot
         flags = [name for name, on in (("throttled", message.snapshot.throttled),
                                        ("shared", bool(message.snapshot.other_processes))) if on]
-        self.session.gpu_flags = "+".join(flags)
+        self.session.gpu_conditions = tuple(flags)
         self._dirty = True
