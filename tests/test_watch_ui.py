@@ -203,3 +203,23 @@ async def test_r_shows_one_ranks_calls_then_the_next_then_all(tmp_path, monkeypa
         await pilot.press("r")
         await settle(pilot, until=lambda: "alone" not in widget_text(app, "#watch-banner"))
         assert counts() == [2, 8]
+
+
+def test_watch_logs_go_to_the_cache_and_only_the_newest_are_kept(tmp_path, monkeypatch):
+    """Each live watch run left its output log in /tmp for good (issue 21, item 4)."""
+    import os
+
+    from sdpa_tui.ui import watch_launch
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = watch_launch.log_dir()
+    assert folder == str(tmp_path / "sdpa-tui" / "watch")
+    for i in range(watch_launch.KEEP_LOGS + 3):
+        path = os.path.join(folder, f"sdpa-tui-watch-old-{i:02d}.log")
+        open(path, "w").close()
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    new = watch_launch.log_file_path()
+    open(new, "w").close()
+    left = sorted(e for e in os.listdir(folder))
+    assert len(left) == watch_launch.KEEP_LOGS and os.path.basename(new) in left
+    assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_launch.KEEP_LOGS + 2:02d}.log" in left

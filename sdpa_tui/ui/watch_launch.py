@@ -1,7 +1,7 @@
 """``sdpa-tui watch -- python x.py``: the live monitor with the program's Calls view.
 
-The program's stdout and stderr go to a log file (named in the view and on exit), its stdin
-is /dev/null: the terminal belongs to the UI. Quitting (q, ctrl+c, a signal, the terminal
+The program's stdout and stderr go to a log file (named in the view and on exit; the newest ``KEEP_LOGS``
+are kept in ``~/.cache/sdpa-tui/watch``), its stdin is /dev/null: the terminal belongs to the UI. Quitting (q, ctrl+c, a signal, the terminal
 going away) stops the program's process group and the lab's engine.
 """
 
@@ -19,10 +19,33 @@ from .exit_signals import exit_on_signals
 from .launch import make_app, served_by_textual_serve
 from .watch_app import WatchApp
 
+KEEP_LOGS = 10
+"""The watched programs' output logs kept: the newest, in ``log_dir()``; older ones are removed at the next start."""
 
-def log_file_path() -> str:
+
+def log_dir() -> str:
+    """``$XDG_CACHE_HOME/sdpa-tui/watch`` (``~/.cache/…``), or the temporary folder where that cannot be made."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "sdpa-tui", "watch")
+    try:
+        os.makedirs(path, exist_ok=True)
+        return path
+    except OSError:
+        return tempfile.gettempdir()
+
+
+def log_file_path(directory: str | None = None) -> str:
+    """A new log's path; the oldest logs beyond ``KEEP_LOGS`` are removed (each run used to leave one in /tmp)."""
+    directory = directory or log_dir()
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join(tempfile.gettempdir(), f"sdpa-tui-watch-{stamp}-{os.getpid()}.log")
+    try:
+        logs = sorted((e for e in os.scandir(directory) if e.name.startswith("sdpa-tui-watch-") and e.name.endswith(".log")),
+                      key=lambda e: e.stat().st_mtime)
+        for old in logs[: max(0, len(logs) - (KEEP_LOGS - 1))]:
+            os.unlink(old.path)
+    except OSError:
+        pass
+    return os.path.join(directory, f"sdpa-tui-watch-{stamp}-{os.getpid()}.log")
 
 
 def make_watch_app(watched, log_path: str, device: str = "auto") -> WatchApp:
