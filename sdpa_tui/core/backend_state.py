@@ -3,16 +3,13 @@ and the history of its samples (:class:`HistoryRow`) for the exports."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from . import kernel_names
 from .backends import Backend
+from .history_ring import HistoryRing
 from .records import Accuracy, KernelInfo
 from .stats import Window
-
-HISTORY_LIMIT = 20_000
-"""Samples kept per backend for exports (hours of history at a few samples a second)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ class BackendState:
     eligibility_reason: str = ""
     accuracy: Accuracy | None = None
     version: int = 0  # bumped on every change, so views can skip redrawing what did not change
-    history: deque[HistoryRow] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
+    history: HistoryRing[HistoryRow] = field(default_factory=HistoryRing)
 
     def clear_numbers(self) -> None:
         """Forget the measurements of the current workload (the history stays)."""

@@ -1,0 +1,29 @@
+"""A backend's history stays bounded however long the monitor runs, and still spans the whole session."""
+
+from __future__ import annotations
+
+from sdpa_tui.core.history_ring import HistoryRing
+
+
+def test_bounded_the_newest_at_full_resolution_the_oldest_kept_thinned():
+    ring: HistoryRing[int] = HistoryRing(recent=100, tail_max=50, tail_every=4)
+    for i in range(100_000):
+        ring.append(i)
+    rows = list(ring)
+    assert len(ring) == len(rows) <= 150
+    assert rows == sorted(rows), "oldest first"
+    assert rows[-100:] == list(range(99_900, 100_000)), "the newest 100 at full resolution"
+    assert rows[0] == 0, "the session's first sample is still there"
+    tail = rows[:-100]
+    gaps = {b - a for a, b in zip(tail, tail[1:])}
+    assert len(gaps) == 1, f"the older part is evenly thinned: {sorted(gaps)[:5]}"
+    assert rows[-100] - tail[-1] <= gaps.pop(), "and reaches up to the full-resolution part"
+    assert list(reversed(ring)) == rows[::-1] and ring[-1] == 99_999 and ring[0] == 0
+    assert ring.thinned
+
+
+def test_short_sessions_keep_everything():
+    ring: HistoryRing[int] = HistoryRing(recent=100)
+    for i in range(80):
+        ring.append(i)
+    assert list(ring) == list(range(80)) and not ring.thinned
