@@ -46,21 +46,20 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     for device, items in by_device.items():
         say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
             "after the program exited")
-        measured: dict[int, Session] = {}
+        measured: dict[int, tuple[Session, list[str]]] = {}
         rewrites: dict[int, list[Rewrite]] = {}
         try:
-            for (i, variant, _, _), session in zip(items, measure_series(
+            for (i, variant, _, differences), session in zip(items, measure_series(
                     [w for _, _, w, _ in items], ALL_BACKENDS, device=device, duration_s=SECONDS_PER_SIGNATURE,
                     timeout_s=TIMEOUT_PER_SIGNATURE_S)):
                 if variant:
                     rewrites.setdefault(i, []).append(Rewrite(variant, CAUSAL_CODE, session))
                 else:
-                    measured[i] = session
+                    measured[i] = (session, differences)
         except EngineFailed as exc:
             notes.append(f"the alternatives on {device} were not measured: {exc}")
-        for i, session in measured.items():
+        for i, (session, differences) in measured.items():
             row = report.rows[i]
-            differences = next(d for j, v, _, d in items if j == i and not v)
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()))
     report.advice = advice
     report.run_advice = run_advice(

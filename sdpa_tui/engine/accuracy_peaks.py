@@ -3,35 +3,22 @@ peak of the workload's dtype (once per dtype per engine, after every backend's f
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from ..core.backends import Backend
-from ..core.engine_commands import Configure
 from ..core.records import Accuracy, PeakFlops
 from . import quality
-from .calls import Inputs, forced
-from .channel import Channel
-from .run_state import BackendRun
-from .startup_times import StartupClock
+from .backend_runs import BackendRuns
+from .calls import forced
 
 
-class AccuracyAndPeaks:
-    """Mixin of :class:`runner.Engine`: the attributes and methods below are the engine's."""
+class AccuracyAndPeaks(BackendRuns):
+    """Mixin of :class:`runner.Engine`: the attributes below are the engine's (the common ones declared in
+    :class:`BackendRuns`)."""
 
-    channel: Channel
-    startup: StartupClock
-    device: torch.device
-    config: Configure | None
-    inputs: Inputs | None
-    runs: dict[Backend, BackendRun]
     _peaks: dict[str, float]
     _peak_due: bool
     _grad_ref: "tuple[int, tuple[torch.Tensor, ...] | str] | None"  # the float64 gradients of one configuration
-
-    _check_sticky: Callable[[BaseException], None]  # BackendRuns's
-    _free_memory: Callable[[], None]  # BackendRuns's
 
     def _send_accuracies(self, backends: list[Backend]) -> None:
         if backends:

@@ -20,7 +20,7 @@ WARMUP_CALLS = 3
 
 
 class BackendRuns:
-    """Mixin of :class:`runner.Engine`: the attributes below are the engine's."""
+    """Mixin of :class:`runner.Engine`, and the base of its other parts: the attributes below are the engine's."""
 
     channel: Channel
     startup: StartupClock

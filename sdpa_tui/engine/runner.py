@@ -15,7 +15,6 @@ from ..core.engine_commands import CaptureTraces, Configure, SetPaused, Shutdown
 from ..core.records import BackendStatus, Dispatch, EngineHealth, Log, Ready, Recycling
 from . import cpu_threads, dispatch, host_memory, profiler_guard
 from .accuracy_peaks import AccuracyAndPeaks
-from .backend_runs import BackendRuns
 from .calls import Inputs
 from .channel import Channel
 from .environment import describe, resolve_device
@@ -29,7 +28,7 @@ from .timing_slices import TimingSlices
 RSS_CHECK_EVERY_S = 5.0
 
 
-class Engine(BackendRuns, AccuracyAndPeaks, TimingSlices):
+class Engine(AccuracyAndPeaks, TimingSlices):
     """The engine process's loop: records in, configure, measure, health; the parts are its mixins."""
 
     def __init__(self, channel: Channel, device_request: str, capture: OutputCapture,

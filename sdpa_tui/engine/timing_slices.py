@@ -10,15 +10,13 @@ from dataclasses import replace
 
 import torch
 
-from ..core.backends import Backend
-from ..core.engine_commands import CaptureKernels, CaptureTraces, Configure
+from ..core.engine_commands import CaptureKernels, CaptureTraces
 from ..core.records import KernelCapture, Sample, TracesCaptured
 from . import clocks, dispatch
+from .backend_runs import BackendRuns
 from .calls import forced
-from .channel import Channel
 from .profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
 from .run_state import BackendRun, inject_fault, next_profile_interval
-from .startup_times import StartupClock
 
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
@@ -31,21 +29,13 @@ with 1 ms of it still 10-20 % high, with about 5 ms within 2 %
 (benchmarks/live_vs_report.py)."""
 
 
-class TimingSlices:
-    """Mixin of :class:`runner.Engine`: the attributes and methods below are the engine's."""
+class TimingSlices(BackendRuns):
+    """Mixin of :class:`runner.Engine`: the attributes and method below are the engine's (the common ones declared
+    in :class:`BackendRuns`)."""
 
-    channel: Channel
-    startup: StartupClock
-    device: torch.device
-    config: Configure | None
-    runs: dict[Backend, BackendRun]
     profiler: ProfilerClient | None
     _cursor: int
     _fault: str
-
-    _check_sticky: Callable[[BaseException], None]  # BackendRuns's
-    _fail: Callable[[Backend, dispatch.Eligibility], None]  # BackendRuns's
-    _capture_graph: Callable[[BackendRun], None]  # BackendRuns's
     _send_startup: Callable[..., None]  # the engine's
 
     def _measure_next(self) -> None:

@@ -166,13 +166,17 @@ class BackendPanel(Vertical):
             ("mem ", "bold"), fmt_bytes(state.peak_bytes),
             ("  err ", "bold"), fmt_error(row.max_rel_error),
         )
-        if row.grad_max_rel is not None:  # fwd+bwd: the worst of dq, dk, dv
-            extra.append_text(Text.assemble(("  ∇err ", "bold"), fmt_error(max(row.grad_max_rel))))
         extra.truncate(width, overflow="ellipsis")
+        lines = [table, extra]
+        if row.grad_max_rel is not None:  # fwd+bwd: a line of its own, or a narrow panel would cut it off
+            grads = Text.assemble(("∇err ", "bold"), *(f"{name} {fmt_error(e)}  " for name, e in
+                                                         zip(("dq", "dk", "dv"), row.grad_max_rel)))
+            grads.truncate(width, overflow="ellipsis")
+            lines.append(grads)
         if row.nonfinite:
-            bad = Text(f"NaN/Inf in {', '.join(row.nonfinite)} ({row.backend.label}, this workload)", style="bold red")
-            return Group(table, extra, bad)
-        return Group(table, extra)
+            lines.append(Text(f"NaN/Inf in {', '.join(row.nonfinite)} ({row.backend.label}, this workload)",
+                              style="bold red"))
+        return Group(*lines)
 
     def _clocks_line(self, state: BackendState, is_cpu: bool) -> Text:
         if state.status != "ok":
