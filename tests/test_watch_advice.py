@@ -135,3 +135,28 @@ def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
     assert not table_cells(rows[32])["backend"].startswith(CHECK_FAILED)
     assert check_lines(rows[48]) == ["check   FAILED: 1 of 1 outputs held NaN or Inf (the inputs already held NaN or Inf)"]
     assert check_lines(rows[32]) == ["check   1 output(s) vs float64 MATH: max rel err 3.0e-07, within 2e-03"]
+
+
+def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeypatch):
+    """An ``sdpa_kernel([MATH])`` around the reference switched the other backends off for the whole process: a
+    call of another thread meanwhile ran MATH and its result changed (concurrency.py, watched, in CI)."""
+    import torch
+
+    from sdpa_tui.core.watched_calls import OutputCheck
+    from sdpa_tui.watch import output_check
+
+    seen = []
+    real = output_check.reference
+
+    def spying(*args):
+        seen.append((torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.mem_efficient_sdp_enabled()))
+        return real(*args)
+
+    monkeypatch.setattr(output_check, "reference", spying)
+    q = torch.randn(1, 2, 16, 8)
+    keep = torch.ones(16, 16, dtype=torch.bool).tril()
+    check = OutputCheck()
+    out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+    output_check.check_output(check, out, q, q, q, keep, 0.0, False, None, False)
+    assert seen == [(True, True)]
+    assert check.ok is True and check.samples == 1 and check.max_rel_error < 1e-5, check

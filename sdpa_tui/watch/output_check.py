@@ -12,7 +12,6 @@ would need more than ``MAX_REFERENCE_BYTES`` is not either, nor one made while a
 from __future__ import annotations
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..core.watched_calls import OutputCheck
 
@@ -29,9 +28,21 @@ def due(count: int, check: OutputCheck) -> bool:
     return (count == 1 or not count & (CHECK_EVERY - 1)) and check.samples < MAX_CHECKS and not check.note
 
 
-def check_output(check: OutputCheck, sdpa, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
-    """Compare ``out`` with float64 MATH on copies of the inputs; record the result in ``check``. ``sdpa``: torch's
-    own function (never the watch's wrapper: the reference is no call of the program's)."""
+def reference(q, k, v, mask, causal, scale, gqa):
+    """SDPA in float64 by torch's MATH kernel, called as an op: ``sdpa_kernel([MATH])`` would switch the other
+    backends off for the whole process, and another thread's call meanwhile would run MATH (its result changed:
+    seen in ``tests/watch_programs/concurrency.py``); nor is it the watch's wrapper, so no call of the program's."""
+    q, k, v = (t.detach().double() for t in (q, k, v))
+    if mask is not None and mask.dtype == torch.bool:  # as SDPA converts a boolean mask before its kernels
+        mask = torch.zeros(mask.shape, dtype=torch.float64, device=mask.device).masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        mask = mask.detach().double()
+    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v, mask, 0.0, causal, scale=scale,
+                                                             enable_gqa=gqa)[0]
+
+
+def check_output(check: OutputCheck, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
+    """Compare ``out`` with float64 MATH on copies of the inputs; record the result in ``check``."""
     try:
         if not isinstance(out, torch.Tensor):
             return
@@ -52,10 +63,8 @@ def check_output(check: OutputCheck, sdpa, out, q, k, v, mask, dropout_p, causal
         if need > MAX_REFERENCE_BYTES:
             check.note = f"not checked: the float64 reference would need {need >> 20} MiB"
             return
-        with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]):
-            ref_mask = mask.detach().double() if mask is not None and mask.is_floating_point() else mask
-            ref = sdpa(q.detach().double(), k.detach().double(), v.detach().double(), ref_mask, 0.0, causal,
-                       scale=scale, enable_gqa=gqa)
+        with torch.no_grad():
+            ref = reference(q, k, v, mask, causal, scale, gqa)
             error = float((out.detach().double() - ref).abs().max())
             size = float(ref.abs().max())
         check.samples += 1

@@ -133,7 +133,7 @@ class Probe:
                 with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
                     out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
                 if output_check.due(entry.count, entry.stats.check):  # outside the range: not the call's kernels
-                    output_check.check_output(entry.stats.check, original, out, q, k, v, mask, dropout_p, causal,
+                    output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal,
                                               scale, gqa)
                 return out
         return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
@@ -152,7 +152,7 @@ class Probe:
         elif timed:
             keep_sample(entry.stats.host_us, us)
         if check and output_check.due(count, entry.stats.check):  # after the timing: not the call's time
-            output_check.check_output(entry.stats.check, original, out, q, k, v, mask, dropout_p, causal, scale,
+            output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)
         return out
 
