@@ -158,5 +158,5 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
     check = OutputCheck()
     out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=keep)
     output_check.check_output(check, out, q, q, q, keep, 0.0, False, None, False)
-    assert seen == [(True, True)]
+    assert seen and set(seen) == {(True, True)}, seen  # one reference call per batch element's block
     assert check.ok is True and check.samples == 1 and check.max_rel_error < 1e-5, check

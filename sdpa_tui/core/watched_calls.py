@@ -58,17 +58,20 @@ class OutputCheck:
     tolerance: float | None = None
     ok: bool | None = None  # None: nothing compared yet
     note: str = ""  # why it was not (or not fully) checked
+    masked_rows: int = 0  # query rows of the largest checked call whose every key was masked: not compared
+    masked_rows_max: float | None = None  # the largest |output| written on them (float64 MATH writes 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "nonfinite": self.nonfinite, "max_abs_error": self.max_abs_error,
                 "max_rel_error": self.max_rel_error, "tolerance": self.tolerance, "ok": self.ok,
-                "note": self.note or None}
+                "note": self.note or None, "masked_rows": self.masked_rows, "masked_rows_max": self.masked_rows_max}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "OutputCheck":
         d = d or {}
         return cls(int(d.get("samples", 0)), int(d.get("nonfinite", 0)), d.get("max_abs_error"),
-                   d.get("max_rel_error"), d.get("tolerance"), d.get("ok"), str(d.get("note") or ""))
+                   d.get("max_rel_error"), d.get("tolerance"), d.get("ok"), str(d.get("note") or ""),
+                   int(d.get("masked_rows") or 0), d.get("masked_rows_max"))
 
     @classmethod
     def merged(cls, checks: Iterable["OutputCheck"]) -> "OutputCheck":
@@ -79,7 +82,9 @@ class OutputCheck:
         verdicts = [c.ok for c in checks if c.ok is not None]
         return cls(sum(c.samples for c in checks), sum(c.nonfinite for c in checks), max(errors, default=None),
                    max(rels, default=None), next((c.tolerance for c in checks if c.tolerance), None),
-                   all(verdicts) if verdicts else None, next((c.note for c in checks if c.note), ""))
+                   all(verdicts) if verdicts else None, next((c.note for c in checks if c.note), ""),
+                   max((c.masked_rows for c in checks), default=0),
+                   max((c.masked_rows_max for c in checks if c.masked_rows_max is not None), default=None))
 
 
 @dataclass

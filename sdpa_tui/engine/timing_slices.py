@@ -59,7 +59,7 @@ class TimingSlices(BackendRuns):
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
-                if run.graph_due:
+                if run.graph_due and run.samples:  # the first number is eager: on screen without a capture
                     self._capture_graph(run)
                 self._warm_up(run)
                 if run.graph is not None:

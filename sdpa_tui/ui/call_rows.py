@@ -11,7 +11,7 @@ from ..core.backends import ALL_BACKENDS
 from ..core.call_signature import dtype_name
 from ..core.kernel_short_names import short_name
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-from ..core.watched_calls import CPU_KERNELS_NOTE
+from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck
 from ..watch.tables import (
     backend_cell,
     backward_cell,
@@ -60,7 +60,15 @@ def check_lines(row: CallRow) -> list[str]:
     if not c.samples:
         return [f"check   {c.note}"]
     return [f"check   {c.samples} output(s) vs float64 MATH: max rel err {c.max_rel_error:.1e}, "
-            f"within {c.tolerance:.0e}"]
+            f"within {c.tolerance:.0e}", *masked_rows_lines(c)]
+
+
+def masked_rows_lines(c: OutputCheck) -> list[str]:
+    """Query rows with every key masked are not compared: say how many, and what the backend wrote there."""
+    if not c.masked_rows:
+        return []
+    return [f"        {c.masked_rows:,} query rows had every key masked (not compared): "
+            f"|out| up to {c.masked_rows_max or 0:.3g} there, float64 MATH writes 0"]
 
 
 def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:

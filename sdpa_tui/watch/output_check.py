@@ -1,11 +1,15 @@
 """A sampled check of a watched program's SDPA outputs: the call's output against SDPA in float64 with MATH on
 copies of the same inputs, at a signature's first call and then every ``CHECK_EVERY``-th, at most ``MAX_CHECKS``
-times. A NaN or Inf in the output is flagged at once.
+times. A NaN or Inf in the output is flagged at once. The reference is computed in blocks (a batch element, the
+query heads of one key/value head, a band of query rows) of at most ``BLOCK_BYTES`` of float64 scores, so a real
+shape is checked without the float64 score matrix of the whole call in memory. Query rows whose every key is
+masked are not compared: backends disagree there (float64 MATH writes 0; cuDNN wrote values up to 0.19 on the
+H100, docs/watch-truth.md), and the check says how many there were and the largest value written on them.
 
 The program's results never change: its output tensor is returned untouched and the reference is computed on
 detached float64 copies, under ``no_grad``. A call with dropout is not checked (its random mask cannot be
-reproduced without drawing from the program's random stream), and said so; a call whose float64 reference
-would need more than ``MAX_REFERENCE_BYTES`` is not either, nor one made while a CUDA graph is being captured
+reproduced without drawing from the program's random stream), and said so; a call whose reference would compute
+more than ``MAX_SCORES`` scores on its device is not either, nor one made while a CUDA graph is being captured
 (its next sampled call is).
 """
 
@@ -17,7 +21,10 @@ from ..core.watched_calls import OutputCheck
 
 CHECK_EVERY = 4096  # a power of two, a multiple of the probe's TIME_EVERY: these calls take its sampled path
 MAX_CHECKS = 8
-MAX_REFERENCE_BYTES = 256 << 20
+BLOCK_BYTES = {"cuda": 256 << 20, "cpu": 64 << 20}  # float64 scores and their softmax, per block of the reference
+MAX_SCORES = {"cuda": 1 << 33, "cpu": 1 << 25}
+"""The most query-key scores one check computes: float64 runs at a fraction of a GPU's low-precision rate and
+far slower on a CPU (watch_check_cost.py measures what a check costs; docs/watch-truth.md)."""
 TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
 """Largest max |out - ref| / max |ref| that passes: above the lab's measured errors of every backend at the
 dtype (H100, torch 2.11, tests/fixtures/reports/h100-torch2.11: fp16 at most 3.3e-4 in report-small.json, bf16
@@ -41,6 +48,86 @@ def reference(q, k, v, mask, causal, scale, gqa):
                                                              enable_gqa=gqa)[0]
 
 
+def _blocks(q, k, gqa):
+    """(batch elements, query heads, key/value heads, query rows) of each block of a 4-d call's reference: as many
+    batch elements as fit in ``BLOCK_BYTES``, else as many key/value heads (with their query heads) of one, else
+    bands of query rows of one head (few large blocks: each block is a dozen float64 kernels)."""
+    batch, heads, rows, _ = q.shape
+    kv_heads = k.shape[-3] if gqa else heads
+    group = heads // kv_heads
+    budget = BLOCK_BYTES.get(q.device.type, BLOCK_BYTES["cpu"])
+    per_head = 16 * group * rows * k.shape[-2]  # float64 scores and softmax of one key/value head
+    if per_head * kv_heads <= budget:
+        step = max(1, budget // (per_head * kv_heads))
+        for b in range(0, batch, step):
+            yield slice(b, min(batch, b + step)), slice(0, heads), slice(0, kv_heads), slice(0, rows)
+        return
+    if per_head <= budget:
+        step = budget // per_head
+        for b in range(batch):
+            for h in range(0, kv_heads, step):
+                stop = min(kv_heads, h + step)
+                yield slice(b, b + 1), slice(h * group, stop * group), slice(h, stop), slice(0, rows)
+        return
+    step = max(1, budget // (16 * group * k.shape[-2]))
+    for b in range(batch):
+        for h in range(kv_heads):
+            for r0 in range(0, rows, step):
+                yield slice(b, b + 1), slice(h * group, (h + 1) * group), slice(h, h + 1), slice(r0, min(rows, r0 + step))
+
+
+def _block_mask(mask, causal, b, heads, rows, keys, device):
+    """The block's part of the call's mask, or for ``is_causal`` the rows' part of torch's top-left causal mask."""
+    if causal:
+        return torch.ones(rows.stop - rows.start, keys, dtype=torch.bool, device=device).tril(rows.start)
+    if mask is None:
+        return None
+    full = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    return full[b if full.shape[0] > 1 else slice(0, 1),
+                heads if full.shape[1] > 1 else slice(0, 1),
+                rows if full.shape[2] > 1 else slice(0, 1)]
+
+
+class _Comparison:
+    """max |out - ref| and max |ref| over the compared rows, and the rows whose every key was masked; kept on the
+    device until the end (one wait for the GPU per check, not one per block)."""
+
+    def __init__(self, device) -> None:
+        self.error, self.size, self.masked_max, self.masked = (torch.zeros((), dtype=torch.float64, device=device)
+                                                               for _ in range(4))
+
+    def add(self, out, ref, mask) -> None:
+        diff = (out.detach().double() - ref).abs().amax(-1)
+        self.size = torch.maximum(self.size, ref.abs().max())
+        if mask is None or mask.shape[-1] == 0:
+            self.error = torch.maximum(self.error, diff.max())
+            return
+        dead = ~(mask if mask.dtype == torch.bool else mask > float("-inf")).any(-1)
+        dead = dead.expand(diff.shape)
+        self.error = torch.maximum(self.error, diff.masked_fill(dead, 0).max())
+        self.masked_max = torch.maximum(self.masked_max, out.detach().double().abs().amax(-1).masked_fill(~dead, 0).max())
+        self.masked = self.masked + dead.sum()
+
+    def result(self) -> tuple[float, float, int, float]:
+        error, size, masked, masked_max = torch.stack([self.error, self.size, self.masked, self.masked_max]).tolist()
+        return error, size, int(masked), masked_max
+
+
+def reference_error(out, q, k, v, mask, causal, scale, gqa) -> tuple[float, float, int, float]:
+    """max |out - ref| over the rows with a key to attend to, max |ref|, how many query rows had every key masked,
+    and the largest |out| on them; ``ref`` computed block by block."""
+    seen = _Comparison(q.device)
+    if q.dim() != 4 or k.dim() != 4 or (gqa and q.shape[1] % k.shape[1]):
+        seen.add(out, reference(q, k, v, mask, causal, scale, gqa), None if causal else mask)
+        return seen.result()
+    for b, heads, kv_heads, rows in _blocks(q, k, gqa):
+        kv = kv_heads if gqa else heads
+        block_mask = _block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
+        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], block_mask, False, scale, gqa)
+        seen.add(out[b, heads, rows], ref, block_mask)
+    return seen.result()
+
+
 def check_output(check: OutputCheck, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
     """Compare ``out`` with float64 MATH on copies of the inputs; record the result in ``check``."""
     try:
@@ -59,15 +146,16 @@ def check_output(check: OutputCheck, out, q, k, v, mask, dropout_p, causal, scal
         if dropout_p:
             check.note = "dropout: not checked (its random mask would draw from the program's random stream)"
             return
-        need = 8 * q.numel() // max(q.shape[-1], 1) * k.shape[-2] * 2  # float64 scores and their softmax
-        if need > MAX_REFERENCE_BYTES:
-            check.note = f"not checked: the float64 reference would need {need >> 20} MiB"
+        scores = q.numel() // max(q.shape[-1], 1) * k.shape[-2]
+        if scores > MAX_SCORES.get(q.device.type, MAX_SCORES["cpu"]):
+            check.note = f"not checked: the float64 reference would compute {scores:,} scores"
             return
         with torch.no_grad():
-            ref = reference(q, k, v, mask, causal, scale, gqa)
-            error = float((out.detach().double() - ref).abs().max())
-            size = float(ref.abs().max())
+            error, size, masked, masked_max = reference_error(out, q, k, v, mask, causal, scale, gqa)
         check.samples += 1
+        if masked:
+            check.masked_rows = max(check.masked_rows, masked)
+            check.masked_rows_max = max(check.masked_rows_max or 0.0, masked_max)
         check.max_abs_error = max(check.max_abs_error or 0.0, error)
         rel = error / size if size else 0.0
         check.max_rel_error = max(check.max_rel_error or 0.0, rel)

@@ -5,7 +5,7 @@ causal batch and on a padded batch, then training steps; a head-dim-256 call ins
 ``sdpa_kernel([EFFICIENT, MATH])``; a ``torch.compile``'d attention block, forward and backward.
 Prints one JSON line: the median training step time (ms, synchronised; all steps but two, and the second
 half alone) and a checksum of the outputs.
-With ``SDPA_TUI_TEST_STEPS=path`` every step's time goes to ``path``. With ``SDPA_TUI_TEST_PROFILE=path`` the whole run is under torch.profiler and every SDPA op it saw (name,
+With ``SDPA_TUI_TEST_STEPS=path`` every step's time (ms) and start (``time.monotonic``) go to ``path``. With ``SDPA_TUI_TEST_PROFILE=path`` the whole run is under torch.profiler and every SDPA op it saw (name,
 input shapes, its kernels and their summed time, by torch's own attribution) is written to ``path``.
 """
 
@@ -36,7 +36,7 @@ def block(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True) * 0.5
 
 
-def run(model, steps: int) -> tuple[float, float]:
+def run(model, steps: int) -> tuple[list[float], list[float], float]:
     ids = torch.randint(0, 1024, (2, 512), device="cuda")
     padded = torch.ones_like(ids)
     padded[0, :64] = 0
@@ -46,10 +46,11 @@ def run(model, steps: int) -> tuple[float, float]:
             total += float(model(ids).logits.float().sum())
             total += float(model(ids[:, :256], attention_mask=padded[:, :256]).logits.float().sum())
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
+    times, starts = [], []
     for _ in range(steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
+        starts.append(time.monotonic())
         loss = model(ids, labels=ids).loss
         loss.backward()
         optimizer.step()
@@ -66,7 +67,7 @@ def run(model, steps: int) -> tuple[float, float]:
         out = block(x, x, x)
         out.sum().backward()
         total += float(out.float().sum())
-    return times, total
+    return times, starts, total
 
 
 def _kernels(event) -> list:
@@ -101,14 +102,14 @@ if path:
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
-        times, total = run(model, steps)
+        times, starts, total = run(model, steps)
     with open(path, "w") as f:
         json.dump(profiled_ops(prof), f)
 else:
-    times, total = run(model, steps)
+    times, starts, total = run(model, steps)
 if os.environ.get("SDPA_TUI_TEST_STEPS"):  # every step's time (benchmarks/watch_step_cost.py)
     with open(os.environ["SDPA_TUI_TEST_STEPS"], "w") as f:
-        json.dump(times, f)
+        json.dump({"step_ms": times, "start_s": starts}, f)
 # the median step, and the median of the second half (after watch's coverage bursts of the first steps)
 print(json.dumps({"step_ms": statistics.median(times[2:]), "late_step_ms": statistics.median(times[len(times) // 2:]),
                   "total": total}))
