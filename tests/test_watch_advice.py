@@ -160,3 +160,24 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
     output_check.check_output(check, out, q, q, q, keep, 0.0, False, None, False)
     assert seen and set(seen) == {(True, True)}, seen  # one reference call per batch element's block
     assert check.ok is True and check.samples == 1 and check.max_rel_error < 1e-5, check
+
+
+def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never_best():
+    from dataclasses import replace
+
+    from sdpa_tui.commands.advise import rewrite_codes, rewritten
+    from sdpa_tui.core.advice import Rewrite
+
+    gqa = Workload(heads=8, kv_heads=2, dtype="fp32", mask="padding")
+    assert [v for v, _ in rewritten(True, gqa)] == ["is_causal", "expand_kv", "bf16"]
+    assert dict(rewritten(True, gqa))["expand_kv"] == replace(gqa, kv_heads=8)
+    assert dict(rewrite_codes(gqa))["expand_kv"].startswith("k, v = k.repeat_interleave(4, dim=1)")
+    assert rewritten(False, Workload(dtype="bf16")) == []
+    math = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98]})
+    faster_in_bf16 = lab({Backend.FLASH: [20.0, 21, 19, 20, 22, 18]})
+    advice = advise(math, "MATH", rewrites=[Rewrite("bf16", "q, k, v = ...", faster_in_bf16, exact=False)])
+    listed = next(a for a in advice.alternatives if a.variant == "bf16")
+    assert listed.exact is False and listed.to_dict()["exact"] is False and listed.eager_us == 20.0
+    assert advice.best is None, "a lower precision is listed with its error, never advised as the change to make"
+    same_numerics = advise(math, "MATH", rewrites=[Rewrite("expand_kv", "k, v = ...", faster_in_bf16)])
+    assert same_numerics.best.variant == "expand_kv" and same_numerics.saving_us_per_call == 80.0

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..core.advice import CAUSAL_CODE, Rewrite, SignatureAdvice, advise, run_advice
+from ..core.advice import BF16_CODE, CAUSAL_CODE, Rewrite, SignatureAdvice, advise, expand_kv_code, run_advice
 from ..core.backends import ALL_BACKENDS
 from ..core.session import Session
 from ..core.watch_lab import lab_workload
@@ -21,6 +21,23 @@ from ..engine.headless import EngineFailed, measure_series
 SECONDS_PER_SIGNATURE = 1.0
 """Each signature's workload is measured at least this long (and until every backend has its samples)."""
 TIMEOUT_PER_SIGNATURE_S = 120.0
+
+
+def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload]]:
+    """The small changes at the call site that apply to this call, each as the lab workload it makes."""
+    out = []
+    if mask_causal and workload.mask != "causal":  # the same call with is_causal=True instead of its mask
+        out.append(("is_causal", replace(workload, mask="causal")))
+    if workload.kv_heads != workload.heads:  # K/V expanded to the query heads instead of enable_gqa
+        out.append(("expand_kv", replace(workload, kv_heads=workload.heads)))
+    if workload.dtype == "fp32":  # bf16 inputs (numerics change: listed with its error, never advised as best)
+        out.append(("bf16", replace(workload, dtype="bf16")))
+    return out
+
+
+def rewrite_codes(workload: Workload) -> list[tuple[str, str]]:
+    return [("is_causal", CAUSAL_CODE), ("expand_kv", expand_kv_code(workload.heads // max(workload.kv_heads, 1))),
+            ("bf16", BF16_CODE)]
 
 
 def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None) -> None:
@@ -40,20 +57,21 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             continue
         items = by_device.setdefault(row.signature.device, [])
         items.append((i, "", workload, differences))
-        if row.mask_causal and workload.mask != "causal":  # the same call with is_causal=True instead of its mask
-            items.append((i, "is_causal", replace(workload, mask="causal"), differences))
+        items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
     started = time.monotonic()
     for device, items in by_device.items():
         say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
             "after the program exited")
         measured: dict[int, tuple[Session, list[str]]] = {}
         rewrites: dict[int, list[Rewrite]] = {}
+        codes = {i: dict(rewrite_codes(w)) for i, variant, w, _ in items if not variant}
         try:
             for (i, variant, _, differences), session in zip(items, measure_series(
                     [w for _, _, w, _ in items], ALL_BACKENDS, device=device, duration_s=SECONDS_PER_SIGNATURE,
                     timeout_s=TIMEOUT_PER_SIGNATURE_S)):
                 if variant:
-                    rewrites.setdefault(i, []).append(Rewrite(variant, CAUSAL_CODE, session))
+                    rewrites.setdefault(i, []).append(Rewrite(variant, codes[i][variant], session,
+                                                              exact=variant != "bf16"))
                 else:
                     measured[i] = (session, differences)
         except EngineFailed as exc:

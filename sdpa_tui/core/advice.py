@@ -34,11 +34,12 @@ class Alternative:
     peak_mib: float | None
     code: str
     leaves_sdpa: bool = False
+    exact: bool = True  # False: the change alters the numerics (a lower precision); listed, never advised as best
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
                 "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
-                "leaves_sdpa": self.leaves_sdpa}
+                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact}
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,21 @@ def _value(summary: Summary | None) -> float | None:
 class Rewrite:
     """A small change at the call site, measured as its own lab workload: SDPA's pick there is what it gets."""
 
-    variant: str  # "is_causal"
+    variant: str  # "is_causal" | "expand_kv" | "bf16"
     code: str
     session: Session
+    exact: bool = True
 
 
 CAUSAL_CODE = "F.scaled_dot_product_attention(q, k, v, is_causal=True)  # in place of attn_mask=<its causal mask>"
+BF16_CODE = ("q, k, v = (t.bfloat16() for t in (q, k, v))  # changes the numerics: see this alternative's error "
+             "against float64")
+
+
+def expand_kv_code(group: int) -> str:
+    """K/V repeated to the query heads, so SDPA needs no ``enable_gqa`` (fused kernels that reject GQA take it)."""
+    return (f"k, v = k.repeat_interleave({group}, dim=1), v.repeat_interleave({group}, dim=1)  "
+            "# then call SDPA without enable_gqa")
 
 
 def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
@@ -99,7 +109,8 @@ def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
     if row is None:
         return None
     return Alternative(rewrite.variant, row.backend.value, _value(row.kernel_us), _value(row.gpu_us),
-                       _value(row.eager_us), row.max_abs_error, row.peak_mib, rewrite.code), row
+                       _value(row.eager_us), row.max_abs_error, row.peak_mib, rewrite.code,
+                       exact=rewrite.exact), row
 
 
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
@@ -123,7 +134,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                                note=f"{current or 'its backend'} did not run in the lab at this shape", **common)
     ours = _summary(now, clock)
     candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends if a.backend != current]
-    candidates += [(a, _summary(r, clock)) for a, r in changed]
+    candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
     winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
     current_us = ours.median if ours else None
     if not winners:

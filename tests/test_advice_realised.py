@@ -1,0 +1,40 @@
+"""The advice is checked: the top change of a watched program's advice, applied to the program as its code says,
+realises the saving the lab predicted when the program is watched again (issue: measured advice, item 3)."""
+
+from __future__ import annotations
+
+import sys
+
+from advice_apply import apply_top_advice
+from test_watch_cpu import PROGRAMS, watch
+
+
+def test_the_top_advice_applied_saves_what_was_predicted(tmp_path):
+    before_dir, after_dir = tmp_path / "before", tmp_path / "after"
+    before_dir.mkdir()
+    after_dir.mkdir()
+    proc, before = watch(before_dir, sys.executable, str(PROGRAMS / "advised_context.py"), advice=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (call,) = before["calls"]
+    top = before["advice"]["top"][0]
+    assert call["backend"] == "MATH" and top["to"] == "FLASH_ATTENTION"
+    advised = after_dir / "advised_context.py"
+    advised.write_text(apply_top_advice((PROGRAMS / "advised_context.py").read_text(), top))
+    proc, after = watch(after_dir, sys.executable, str(advised))
+    assert proc.returncode == 0, proc.stderr
+    (again,) = after["calls"]
+    assert again["backend"] == "FLASH_ATTENTION" and again["count"] == call["count"]
+    assert proc.stdout.splitlines()[0] != "", "the program still prints its result"
+    predicted = top["saving_us_per_call"]
+    realised = call["host_us"]["median"] - again["host_us"]["median"]
+    assert 0.5 * predicted <= realised <= 2.0 * predicted, (predicted, realised, call["host_us"], again["host_us"])
+
+
+def test_applying_advice_replaces_only_the_line_it_names():
+    source = "import x\nwith sdpa_kernel([SDPBackend.MATH]):\n    y = 1\n"
+    top = {"variant": "backend", "code": "with sdpa_kernel([SDPBackend.FLASH_ATTENTION], set_priority=True):"}
+    assert apply_top_advice(source, top) == ("import x\nwith sdpa_kernel([SDPBackend.FLASH_ATTENTION], "
+                                             "set_priority=True):\n    y = 1\n")
+    causal = "    out = F.scaled_dot_product_attention(q, q, q, attn_mask=causal).sum()\n"
+    assert apply_top_advice(causal, {"variant": "is_causal"}) == (
+        "    out = F.scaled_dot_product_attention(q, q, q, is_causal=True).sum()\n")
