@@ -351,4 +351,5 @@ def test_compiled_calls_on_the_cpu_match_the_profiler(tmp_path):
         assert row["backend"] == "FLASH_ATTENTION", "read from the profiled graph run"
         assert row["site"].endswith("compiled_cpu.py:24") and row["compiled_fn"] == "forward"
         assert row["modules"] == ["layers.{0..1}"]
+        assert row["check"]["samples"] == 0 and "compiled graph" in row["check"]["note"], "said, not silently unchecked"
     assert rows[True]["backward"]["backend"] == "FLASH_ATTENTION"

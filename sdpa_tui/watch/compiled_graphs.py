@@ -22,11 +22,13 @@ from typing import Protocol
 import torch
 
 from ..core.call_signature import CallSignature
-from ..core.watched_calls import CallStats
+from ..core.watched_calls import CallStats, OutputCheck
 from . import choice
 from .bursts import KernelBursts
 from .flag_state import FlagState
 from .profile_readings import ReadingSink
+
+COMPILED_NOT_CHECKED = "inside a compiled graph: its output is not checked (the graph runs without the wrapper)"
 
 _STACK_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _PATCHED = "__sdpa_tui_patched__"
@@ -188,7 +190,8 @@ def watch_graphs(probe: "GraphProbe") -> None:
                 probe.flag_state.frozen = False
             stats = CallStats(call.signature, site=call.site, module=call.modules[0] if call.modules else None,
                               choice_error=error, why_not=reasons, modules=list(call.modules), compiled=True,
-                              compiled_fn=call.function, eager_backend=eager)
+                              compiled_fn=call.function, eager_backend=eager,
+                              check=OutputCheck(note=COMPILED_NOT_CHECKED))
             entries.append(probe.sink.add(stats, call.signature.device.startswith("cuda")))
         probe.bursts.signature_seen()
         probe.special = probe.special or probe.bursts.due
