@@ -211,3 +211,12 @@ def test_main_kernel_on_fixtures() -> None:
     for file, prefix in expected.items():
         call = trace.calls_of(trace.load_trace(FIXTURES / file))[0]
         assert main_kernel(call).name.startswith(prefix), file
+
+
+def test_main_kernel_of_cpu_math_is_its_matmul_whichever_op_ran_longest() -> None:
+    """On the CPU, MATH's softmax and matmuls take similar times: the main kernel must not flip between runs."""
+    softmax_longer = [_k("aten::bmm", 10.0, "cpu_op"), _k("aten::_softmax", 14.0, "cpu_op"), _k("aten::bmm", 9.0, "cpu_op")]
+    bmm_longer = [_k("aten::bmm", 15.0, "cpu_op"), _k("aten::_softmax", 14.0, "cpu_op"), _k("aten::bmm", 9.0, "cpu_op")]
+    assert main_kernel(softmax_longer).name == main_kernel(bmm_longer).name == "aten::bmm"
+    flash = [_k("aten::_scaled_dot_product_flash_attention_for_cpu", 5.0, "cpu_op"), _k("aten::bmm", 9.0, "cpu_op")]
+    assert main_kernel(flash).name.startswith("aten::_scaled_dot_product_flash"), "attention still comes first"

@@ -173,3 +173,18 @@ def test_the_engine_says_a_failed_capture_and_carries_on(monkeypatch):
     assert session.backends[Backend.MATH].capture_error == failed.error, "the panel has it to show"
     assert sum(isinstance(r, Sample) for r in more) >= 3, "timing goes on"
     assert engine.exit_code == 0, "the engine neither died nor was replaced"
+
+
+def test_on_the_cpu_the_profiler_process_times_with_the_engines_thread_count(monkeypatch):
+    """The kernel clock read 30-120x the eager clock on a 2-core machine: the profiler process ran torch's
+    default threads (2: 4,146 µs a call) where the timing engine runs one (59 µs) (issue 21, item 2)."""
+    from sdpa_tui.engine.cpu_threads import available_cores, timing_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    client = ProfilerClient("cpu")
+    try:
+        client.wait_ready()
+        assert client.environment is not None
+        assert client.environment.cpu_threads == timing_threads(available_cores(), None)
+    finally:
+        client.close()

@@ -249,7 +249,9 @@ def main_kernel(kernels: Sequence[KernelInfo]) -> KernelInfo | None:
     """The attention kernel of one call.
 
     Memsets, memcpys and copy/fill/elementwise kernels are skipped; an attention kernel
-    is preferred (a split-KV combine only if nothing else); else the longest remaining
+    is preferred (a split-KV combine only if nothing else); on the CPU, where MATH is a few
+    ops of similar length, its matmul (``aten::bmm`` and ``aten::_softmax`` traded places between
+    runs, and ``compare`` saw a change where there was none); else the longest remaining
     kernel; else the longest of all; None when there is nothing.
     """
     if not kernels:
@@ -263,7 +265,8 @@ def main_kernel(kernels: Sequence[KernelInfo]) -> KernelInfo | None:
     ]
     attention = [k for k in rest if families[id(k)] in ATTENTION_FAMILIES]
     primary = [k for k in attention if families[id(k)] not in HELPER_FAMILIES]
-    for group in (primary, attention, rest):
+    cpu_matmul = [k for k in rest if families[id(k)] == "CPU matmul"]
+    for group in (primary, attention, cpu_matmul, rest):
         if group:
             return longest(group)
     return longest(kernels)

@@ -20,7 +20,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..core.engine_commands import CaptureKernels, Shutdown
-from ..core.records import KernelCapture, Ready
+from ..core.records import Environment, KernelCapture, Ready
 from ..core.wire_format import ProtocolError
 from .channel import Channel, ChannelClosed
 from .output_capture import OutputCapture
@@ -72,6 +72,7 @@ class ProfilerClient:
         self._last_used = 0.0
         self._stashed_lines: list[str] = []
         self.starts = 0  # processes started so far
+        self.environment: Environment | None = None  # as the process described itself when ready
 
     @property
     def pid(self) -> int | None:
@@ -117,7 +118,7 @@ class ProfilerClient:
     def _receive_ready(self, timeout: float) -> None:
         for record in self._receive(timeout):
             if isinstance(record, Ready):
-                self._ready = True
+                self._ready, self.environment = True, record.environment
                 self._last_used = time.monotonic()
 
     # -- a burst -------------------------------------------------------------------------
