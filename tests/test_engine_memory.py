@@ -230,3 +230,28 @@ def test_what_the_dispatch_probe_loads_for_a_new_dtype_is_a_first_use_too(engine
                               recycle_growth_mib=64.0), 10)
     assert not engine.recycled
     assert engine._growth.baseline_mib == 1300.0
+
+
+def test_a_slow_burst_spaces_the_next_by_its_own_cost():
+    """Under load a burst took seconds and headless runs asked for one a second: the engine mostly waited for the
+    profiler and rarely got the timings a result needs (issue 21, item 1)."""
+    from sdpa_tui.engine.run_state import CAPTURE_SPACING
+
+    config = Configure(1, Workload(), (Backend.MATH,), profile_every_s=1.0)
+    assert next_profile_interval(0.0, config, capture_s=0.05) == 1.0
+    assert next_profile_interval(1.0, config, capture_s=2.5) == CAPTURE_SPACING * 2.5
+
+
+def test_when_time_is_up_the_report_has_its_numbers_marked_as_few(monkeypatch):
+    """On a busy machine `report` ran 601 s and failed with nothing: it must end with the samples it has, said
+    (issue 21, item 1). MIN_SAMPLES is set out of reach, so time always runs out."""
+    from sdpa_tui.engine import headless
+    from sdpa_tui.exports.comparison import report_dict
+
+    monkeypatch.setattr(headless, "MIN_SAMPLES", 10**6)
+    session = headless.measure(Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32"),
+                               (Backend.FLASH, Backend.MATH), device="cpu", duration_s=0.5, timeout_s=25.0)
+    assert session.incomplete.startswith("time was up after 25 s: few samples")
+    assert "Flash:" in session.incomplete and "timings" in session.incomplete
+    assert all(len(session.backends[b].eager) >= 1 for b in (Backend.FLASH, Backend.MATH))
+    assert report_dict(session)["incomplete"] == session.incomplete

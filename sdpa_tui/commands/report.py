@@ -15,6 +15,10 @@ from ..exports.atomic import write_text_atomic
 from ..exports.comparison import report_dict
 from ..exports.tables import markdown_report, rich_report
 
+TIMEOUT_S = 300.0
+"""When this is up (engine start included), the report shows what it has, marked as few samples; it fails only
+with no number at all."""
+
 
 def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
     out = Console()
@@ -28,7 +32,7 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
 
         try:
             session = measure(workload, backends, args.device, duration_s=args.duration, on_progress=progress,
-                              legacy_api=args.legacy_api, priority=args.priority)
+                              timeout_s=TIMEOUT_S, legacy_api=args.legacy_api, priority=args.priority)
         except EngineFailed as exc:
             err.print(f"[bold red]sdpa-tui: the engine failed:[/] {exc}")
             return EXIT_ENGINE
@@ -37,6 +41,8 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             err.print("[bold red]sdpa-tui:[/] interrupted; nothing is reported")
             return EXIT_INTERRUPTED
     out.print(rich_report(session, out.width))
+    if session.incomplete:
+        out.print(f"[bold yellow]{session.incomplete}[/]", soft_wrap=True, highlight=False)
     for path, text in ((args.json, lambda: json.dumps(report_dict(session), indent=2) + "\n"),
                        (args.markdown, lambda: markdown_report(session))):
         if not path:

@@ -23,6 +23,9 @@ from ..exports.atomic import write_text_atomic
 from ..exports.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep_terminal import progress_line, render
 
+TIMEOUT_PER_LENGTH_S = 120.0
+"""When this is up for one length, the sweep keeps what that length has (said as few samples) and goes on."""
+
 
 # ------------------------------------------------------------------ the command
 def plan(args: argparse.Namespace, workload: Workload) -> list[Workload]:
@@ -65,6 +68,7 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
 
         series = measure_series(
             workloads, sweep.active(), args.device, duration_s=args.duration, on_progress=progress,
+            timeout_s=TIMEOUT_PER_LENGTH_S,
             next_enabled=lambda session: sweep.active(),
             legacy_api=getattr(args, "legacy_api", False), priority=tuple(getattr(args, "priority", ()) or ()),
         )
@@ -76,6 +80,9 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
                 sweep.note_faster(session.workload.seq, session.dispatch.choice if session.dispatch else None,
                                   session.faster())
                 err.print(progress_line(points), highlight=False)
+                if session.incomplete:
+                    errors.append(f"seq {session.workload.seq}: {session.incomplete}")
+                    err.print(f"[yellow]seq {session.workload.seq}: {session.incomplete}[/]", highlight=False)
         except EngineFailed as exc:
             failure = f"the engine failed: {exc}"
             sweep.abort(failure)

@@ -78,6 +78,8 @@ class Session:
         self.gpu_conditions: tuple[str, ...] = ()
         self.cpu_contended = False
         self.legacy_api = False  # flags applied as torch.backends.cuda.sdp_kernel does
+        self.incomplete = ""
+        """A headless measurement's time ran out before every backend had its samples: what is short."""
         self.peaks: dict[str, PeakFlops] = {}
         self.startup: StartupTimes | None = None
         """The engine's start-up phases (the latest record of the latest engine)."""

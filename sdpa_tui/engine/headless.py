@@ -15,6 +15,9 @@ from .client import EngineClient
 
 MIN_SAMPLES = 5
 """Each running backend gets at least this many timing samples before a report is final."""
+PROFILE_EVERY_MAX_S = 8.0
+"""Headless kernel bursts: the first a second after a backend's first numbers, then doubling up to this (one
+capture is all a result needs; later ones refresh it), and never sooner than four times the last one took."""
 
 
 class EngineFailed(RuntimeError):
@@ -61,7 +64,8 @@ def measure(
                 if isinstance(record, Ready):
                     ready_at = time.monotonic()
                     client.send(Configure(session.next_config_id(), workload, enabled, profile_every_s=1.0,
-                                          legacy_api=legacy_api, priority=priority))
+                                          profile_every_max_s=PROFILE_EVERY_MAX_S, legacy_api=legacy_api,
+                                          priority=priority))
             if not client.alive and not client.receive():
                 message = session.errors[-1] if session.errors else f"exit code {client.exit_code}"
                 raise EngineFailed(f"the engine process ended: {message}")
@@ -74,7 +78,10 @@ def measure(
             if ready_at is not None and session.dispatch and done == len(measured) and peak and now - ready_at >= duration_s:
                 return session
             if now - start > timeout_s:
-                raise EngineFailed(f"measuring took longer than {timeout_s:.0f} s; partial results are not reported")
+                if ready_at is None or not _any_numbers(session):
+                    raise EngineFailed(f"measuring took longer than {timeout_s:.0f} s, with no result to report")
+                session.incomplete = _shortfall(session, timeout_s)
+                return session
     finally:
         client.stop()
 
@@ -86,11 +93,35 @@ def _finished(session: Session, backend: Backend) -> bool:
     return state.status == "ok" and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
 
 
+def _wants(session: Session, backend: Backend) -> str:
+    """What an unfinished backend still waits for, in words."""
+    state = session.backends[backend]
+    if state.status != "ok":
+        return "its eligibility"
+    wants = []
+    if len(state.eager) < MIN_SAMPLES:
+        wants.append(f"{len(state.eager)}/{MIN_SAMPLES} timings")
+    if not state.kernel:
+        wants.append("its kernels")
+    return ", ".join(wants)
+
+
 def _status(session: Session, enabled: tuple[Backend, ...]) -> str:
     if session.environment is None:
         return "starting the engine (importing torch)"
-    waiting = [b.label for b in enabled if not _finished(session, b)]
-    return f"measuring {', '.join(waiting)}" if waiting else "measuring"
+    waiting = [f"{b.label} ({_wants(session, b)})" for b in enabled if not _finished(session, b)]
+    return f"measuring {'; '.join(waiting)}" if waiting else "measuring"
+
+
+def _any_numbers(session: Session) -> bool:
+    return any(state.eager for state in session.backends.values())
+
+
+def _shortfall(session: Session, timeout_s: float) -> str:
+    """The note of a result whose time ran out: which backends are short of what."""
+    short = [f"{b.label}: {_wants(session, b)}" for b in session.enabled if not _finished(session, b)]
+    return (f"time was up after {timeout_s:.0f} s: few samples ({'; '.join(short) or 'none short'}); "
+            "these numbers rest on fewer timings than a full result")
 
 
 # ------------------------------------------------------------------ several workloads, one engine
@@ -136,7 +167,7 @@ def measure_series(
     enabled = tuple(enabled)
     if not workloads or not enabled:
         return
-    options = {"profile_every_s": 1.0}
+    options = {"profile_every_s": 1.0, "profile_every_max_s": PROFILE_EVERY_MAX_S}
     if legacy_api:
         options["legacy_api"] = True
     if priority:
@@ -191,10 +222,12 @@ def measure_series(
                 if session.dispatch and done == len(measured) and now - configured_at >= duration_s:
                     break
                 if now - configured_at > timeout_s:
-                    raise EngineFailed(
-                        f"measuring {workload.describe()} took longer than {timeout_s:.0f} s; "
-                        "it is not reported"
-                    )
+                    if not _any_numbers(session):
+                        raise EngineFailed(
+                            f"measuring {workload.describe()} took longer than {timeout_s:.0f} s, with no result"
+                        )
+                    session.incomplete = _shortfall(session, timeout_s)
+                    break
             yield session
             previous = session
             if next_enabled is not None:

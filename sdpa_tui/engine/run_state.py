@@ -36,14 +36,22 @@ def inject_fault(kind: str, device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def next_profile_interval(previous_s: float, config: Configure) -> float:
+CAPTURE_SPACING = 4.0
+"""The next burst of a backend waits at least this many times what its last burst took: bursts take at most a
+fifth of the engine's time, however slow a call or busy the machine (a burst is 3 warm-up and at least 3
+profiled calls in the profiler process, while the engine waits)."""
+
+
+def next_profile_interval(previous_s: float, config: Configure, capture_s: float = 0.0) -> float:
     """Seconds to the next burst of a backend: ``profile_every_s``, doubling after each burst up
-    to ``profile_every_max_s`` when that is larger. A workload's kernels do not change while it
-    runs, and each burst is a pause in timing (the profiler process runs it while the engine
-    waits)."""
+    to ``profile_every_max_s`` when that is larger, and never less than ``CAPTURE_SPACING`` times
+    ``capture_s``, what the last burst took. A workload's kernels do not change while it runs, and
+    each burst is a pause in timing (the profiler process runs it while the engine waits)."""
     if previous_s <= 0 or config.profile_every_max_s <= config.profile_every_s:
-        return config.profile_every_s
-    return min(previous_s * 2, config.profile_every_max_s)
+        interval = config.profile_every_s
+    else:
+        interval = min(previous_s * 2, config.profile_every_max_s)
+    return max(interval, CAPTURE_SPACING * capture_s)
 
 
 def latest_configure_only(records: list[object]) -> list[object]:

@@ -112,18 +112,19 @@ class TimingSlices(BackendRuns):
             self.startup.mark("profiler_ready")
         calls = max(3, clocks.calls_for(10_000.0, run.per_call_us, 10))
         request = CaptureKernels(self.config.config_id, self.config.workload, run.backend, calls, trace_path)
+        started = time.monotonic()
         try:
             capture = self.profiler.capture(request, burst_timeout_s(calls, run.per_call_us))
         except ProfilerFailed as exc:
             capture = self._capture_failed(run, exc)
-        return self._profiled(run, capture)
+        return self._profiled(run, capture, time.monotonic() - started)
 
     def _capture_failed(self, run: BackendRun, exc: ProfilerFailed) -> KernelCapture:
         return KernelCapture(self.config.config_id, run.backend, (), (), None, time.time(), error=str(exc))
 
-    def _profiled(self, run: BackendRun, capture: KernelCapture) -> KernelCapture:
+    def _profiled(self, run: BackendRun, capture: KernelCapture, took_s: float = 0.0) -> KernelCapture:
         capture = replace(capture, peak_bytes=run.peak_bytes)
-        run.profile_interval_s = next_profile_interval(run.profile_interval_s, self.config)
+        run.profile_interval_s = next_profile_interval(run.profile_interval_s, self.config, took_s)
         run.next_profile = time.monotonic() + run.profile_interval_s
         run.captured = True
         self.channel.send(capture)

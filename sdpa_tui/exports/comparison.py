@@ -167,6 +167,7 @@ def report_dict(session: Session) -> dict[str, Any]:
         },
         "verdicts": {b.value: v for b, v in verdicts(session).items()},
         "engine_errors": list(session.errors),
+        "incomplete": session.incomplete or None,
         "startup": startup_dict(session),
     }
 

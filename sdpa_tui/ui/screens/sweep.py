@@ -73,6 +73,8 @@ class SweepScreen(ModalScreen[None]):
             for session in series:
                 self.environment = session.environment
                 lines.append(progress_line(self.sweep.add(session.rows())))
+                if session.incomplete:
+                    lines.append(f"seq {session.workload.seq}: {session.incomplete}")
                 self.post_message(self.Update("\n".join(lines)))
         except EngineFailed as exc:
             self.sweep.abort("stopped" if self.cancelled.is_set() else f"failed: {exc}")
