@@ -188,3 +188,31 @@ def test_on_the_cpu_the_profiler_process_times_with_the_engines_thread_count(mon
         assert client.environment.cpu_threads == timing_threads(available_cores(), None)
     finally:
         client.close()
+
+
+def test_a_profiler_process_that_left_by_itself_is_reaped_not_left_a_zombie():
+    """Its idle exit while the engine was paused (the in-app sweep) left a zombie for minutes (issue 21, 4b)."""
+    import time
+
+    client = ProfilerClient("cpu", idle_exit_s=0.5)
+    try:
+        client.wait_ready()
+        pid = client.pid
+        deadline = time.monotonic() + DEADLINE_S
+        while not _exited(pid):  # it leaves after 0.5 s without a burst
+            assert time.monotonic() < deadline, "the idle profiler process never left"
+            time.sleep(0.1)
+        assert os.path.exists(f"/proc/{pid}"), "a zombie until someone waits for it"
+        client.reap()
+        assert not os.path.exists(f"/proc/{pid}"), "waited for: no zombie left"
+        assert client.pid is None
+    finally:
+        client.close()
+
+
+def _exited(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

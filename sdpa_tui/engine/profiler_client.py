@@ -111,6 +111,12 @@ class ProfilerClient:
             self._fail(f"was not ready within {self.start_timeout_s:.0f} s")
         return self._ready
 
+    def reap(self) -> None:
+        """A process that left by itself (its idle exit, while the engine is paused or between bursts) is
+        waited for now, not left a zombie until the next burst."""
+        if self._process is not None and self._ready and self._process.poll() is not None:
+            self.close()
+
     def wait_ready(self) -> None:
         while not self.poll_ready():
             self._receive_ready(0.1)

@@ -79,6 +79,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                     self._report_health()
                 if not (self.stopping or self.paused):
                     self._send_peak_when_due()
+                self.profiler.reap()
                 self._flush_logs()
         finally:
             self.profiler.close()

@@ -25,8 +25,10 @@ def why_not(session: Session, backend: Backend, pick: Backend | None, order: lis
         if eligible == "ok":
             return "flag off (it could run this workload)"
         return f"flag off; not eligible either: {reason}" if reason else "flag off"
-    if eligible and eligible != "ok":
-        return f"not eligible: {reason}" if reason else eligible.replace("_", " ")
+    if not eligible:  # the engine has not checked it yet: nothing is known
+        return "checking…"
+    if eligible != "ok":
+        return f"not eligible: {first_sentence(reason)}" if reason else eligible.replace("_", " ")
     if pick is not None and pick in order and backend in order and order.index(backend) > order.index(pick):
         return f"eligible, but {pick.label} comes first in the priority order"
     return "eligible"
@@ -110,8 +112,12 @@ class DispatchPanel(Static):
             text.append(" > ".join(b.label for b in order))
         if d.note:
             text.append(f"\n{d.note}", style="yellow")
-        for backend in ALL_BACKENDS:
+        for backend in ALL_BACKENDS:  # one line each, cut with an ellipsis: the full reason is in its panel
             if backend != d.choice:
-                text.append(f"\n{backend.label}: ", style="bold")
-                text.append(why_not(session, backend, d.choice, order), style="dim")
+                line = Text(no_wrap=True, overflow="ellipsis", end="")
+                line.append(f"{backend.label}: ", style="bold")
+                line.append(why_not(session, backend, d.choice, order), style="dim")
+                line.truncate(max(width, 20), overflow="ellipsis")
+                text.append("\n")
+                text.append_text(line)
         self._put(text)
