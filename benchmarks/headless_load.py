@@ -43,7 +43,7 @@ def report(device: str, seq: int, dtype: str, causal: bool) -> dict:
     pick = d["dispatch"]["choice"]
     row = next((b for b in d["backends"] if b["backend"] == pick), None)
     return {"seq": seq, "wall_s": wall, "exit": 0, "complete": not d.get("incomplete"), "incomplete": d.get("incomplete"),
-            "pick": pick, "pick_eager_us": row and row.get("eager_us", {}).get("median")}
+            "pick": pick, "pick_eager_us": row and row.get("eager_us")}
 
 
 def main(argv: list[str] | None = None) -> int:

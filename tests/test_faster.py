@@ -210,7 +210,7 @@ def test_sweep_names_the_lengths_where_the_pick_is_not_the_fastest():
     sweep = sweep_of([(H100_SMALL, None), (H100_8K, FLASH_FIRST)])
     lines = pick_findings(sweep)
     assert lines[0] == "SDPA's pick is not the fastest at seq 8192"
-    assert lines[1].startswith("at 8192: cuDNN is 2.00x faster than SDPA's pick Flash on GPU/call (489 vs 977 µs)")
+    assert lines[1].startswith("at 8192: cuDNN is 2.00x faster than SDPA's pick Flash on GPU/call (489.4 vs 976.9 µs)")
     points = sweep.points()
     doc = json.loads(json.dumps(sweep_dict(sweep, points, [], None, None)))
     assert [(d["seq"], d["pick"]) for d in doc["pick_not_fastest"]] == [(8192, "FLASH_ATTENTION")]

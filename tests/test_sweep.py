@@ -268,14 +268,14 @@ def test_crossovers_of_the_made_up_sweep():
     found = crossovers(made_up_sweep().points())
     assert found == [
         "cuDNN is fastest from seq 512 to 4096, 1.40x–2.00x ahead of the next fastest (GPU/call)",
-        "Flash overtakes Mem-efficient at seq 2048 (GPU/call 210 µs vs 230 µs; at seq 1024: 120 µs vs 100 µs)",
+        "Flash overtakes Mem-efficient at seq 2048 (GPU/call 210.0 µs vs 230.0 µs; at seq 1024: 120.0 µs vs 100.0 µs)",
         "Math runs out of memory at seq 4096 (needed 9.50 GiB more; last ran at seq 2048)",
     ]
 
 
 def test_an_order_that_flips_between_neighbours_is_reported_with_both_points():
     points = [pt(1024, F, gpu=120.0), pt(1024, E, gpu=100.0), pt(2048, F, gpu=210.0), pt(2048, E, gpu=230.0)]
-    assert "Flash overtakes Mem-efficient at seq 2048 (GPU/call 210 µs vs 230 µs; at seq 1024: 120 µs vs 100 µs)" \
+    assert "Flash overtakes Mem-efficient at seq 2048 (GPU/call 210.0 µs vs 230.0 µs; at seq 1024: 120.0 µs vs 100.0 µs)" \
         in crossovers(points)
 
 
@@ -298,7 +298,7 @@ def test_a_flip_is_only_between_lengths_where_both_ran():
               pt(4096, F, gpu=150.0), pt(4096, E, gpu=300.0)]
     found = crossovers(points)
     assert ("Flash overtakes Mem-efficient at seq 4096 "
-            "(GPU/call 150 µs vs 300 µs; at seq 1024: 50.0 µs vs 40.0 µs)") in found
+            "(GPU/call 150.0 µs vs 300.0 µs; at seq 1024: 50.0 µs vs 40.0 µs)") in found
     assert "Mem-efficient is the only backend that runs at seq 2048" in found
     assert "Flash is not eligible at seq 2048: seq not a multiple of 8" in found
 

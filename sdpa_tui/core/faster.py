@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .backends import Backend
 from .stats import Summary
+from .units import us_number
 
 MIN_SAMPLES = 5
 """Values each window needs before a claim is made; ``report`` and ``sweep`` wait for as many (engine.headless)."""
@@ -134,9 +135,7 @@ def describe(f: Faster, pick: Backend) -> str:
     """``cuDNN is 1.39x faster than SDPA's pick Flash on GPU/call (9.6 vs 13.4 µs)``."""
     return (
         f"{f.backend.label} is {f.ratio:.2f}x faster than SDPA's pick {pick.label} on "
-        f"{CLOCK_LABEL.get(f.clock, f.clock)} ({_us(f.median)} vs {_us(f.pick_median)} µs)"
+        f"{CLOCK_LABEL.get(f.clock, f.clock)} ({us_number(f.median)} vs {us_number(f.pick_median)} µs)"
     )
 
 
-def _us(value: float) -> str:
-    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"

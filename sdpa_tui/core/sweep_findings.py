@@ -12,21 +12,17 @@ from collections.abc import Sequence
 from .backends import ALL_BACKENDS, Backend
 from .faster import CLOCK_LABEL
 from .sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
+from .units import us_number
 
 _SIZE = re.compile(r"(needed [\d.,]+ ?[KMGT]?i?B more|needs at least [\d.,]+ ?[KMGT]?i?B)")
 """How much memory an OOM reason says was wanted: torch's failed allocation, or the engine's
 estimate for MATH (which is not launched when it clearly cannot fit)."""
 
 
-def fmt_us(value: float) -> str:
-    """Microseconds as the findings print them: 9.6, 27.3, 210, 30,654."""
-    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
-
-
 def _pair(a: float, b: float) -> tuple[str, str]:
     """Two times formatted with enough digits that two different values never read the same."""
     for digits in (None, 1, 2, 3):
-        x, y = (fmt_us(a), fmt_us(b)) if digits is None else (f"{a:,.{digits}f}", f"{b:,.{digits}f}")
+        x, y = (us_number(a), us_number(b)) if digits is None else (f"{a:,.{digits}f}", f"{b:,.{digits}f}")
         if x != y or a == b:
             return x, y
     return x, y
@@ -71,7 +67,7 @@ def pick_findings(sweep: Sweep) -> list[str]:
         best = faster[0]
         lines.append(
             f"at {seq}: {best.backend.label} is {best.ratio:.2f}x faster than SDPA's pick {pick.label} on "
-            f"{CLOCK_LABEL.get(best.clock, best.clock)} ({fmt_us(best.median)} vs {fmt_us(best.pick_median)} µs); "
+            f"{CLOCK_LABEL.get(best.clock, best.clock)} ({us_number(best.median)} vs {us_number(best.pick_median)} µs); "
             f"sdpa_kernel([SDPBackend.{best.backend.value}])"
         )
     return lines

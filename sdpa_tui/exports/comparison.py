@@ -11,6 +11,7 @@ from ..core.backends import Backend
 from ..core.faster import describe, how_to
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
+from ..core.units import us_number
 
 SCHEMA_VERSION = 2
 """2: ``dispatch.faster`` and ``p10`` in each clock's summary were added."""
@@ -26,14 +27,7 @@ STATUS_TEXT = {
 
 
 def fmt_us(summary: Summary | None) -> str:
-    return us_text(None if summary is None else summary.median)
-
-
-def us_text(value: float | None) -> str:
-    """Microseconds as the tables print them: 9.6, 1,234.5, 30,654."""
-    if value is None:
-        return "–"
-    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+    return us_number(None if summary is None else summary.median)
 
 
 def fmt_num(value: float | None, digits: int = 1, suffix: str = "") -> str:

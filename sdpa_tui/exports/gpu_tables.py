@@ -9,13 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.gpu_compare import GpuResult, clock_for, find_outliers, ratios_to_fastest
+from ..core.units import us_number
 
 HEADERS = ("GPU", "name", "SDPA picks", "main kernel", "kernel µs", "GPU/call µs", "eager/call µs",
            "× fastest", "GPU state")
-
-
-def _us(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f}"
 
 
 def comparison_rows(results: Sequence[GpuResult], states: dict[int, str] | None = None,
@@ -28,7 +25,7 @@ def comparison_rows(results: Sequence[GpuResult], states: dict[int, str] | None 
         ratio = ratios.get(r.gpu)
         rows.append((
             str(r.gpu), r.device_name or "?", r.backend or "none", r.kernel or (r.note or "–"),
-            _us(r.kernel_us), _us(r.gpu_us), _us(r.eager_us),
+            us_number(r.kernel_us), us_number(r.gpu_us), us_number(r.eager_us),
             "–" if ratio is None else f"{ratio:.2f}", states.get(r.gpu, ""),
         ))
     return rows

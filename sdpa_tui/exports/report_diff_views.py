@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .comparison import us_text
+from ..core.units import us_number
 from .report_diff import BackendChange, ClockChange, Comparison, kernel_text
 
 CLOCK_TITLES = {"kernel": "kernel µs", "gpu": "GPU/call µs", "eager": "eager/call µs"}
@@ -21,7 +21,7 @@ def clock_text(clock: ClockChange) -> str:
     if clock.a_us is None and clock.b_us is None:
         return "–"
     ratio = f" ({clock.ratio:.2f}x)" if clock.ratio is not None else ""
-    return f"{us_text(clock.a_us)} → {us_text(clock.b_us)}{ratio}"
+    return f"{us_number(clock.a_us)} → {us_number(clock.b_us)}{ratio}"
 
 
 def _pair(values: tuple[str, str], changed: bool | None = None) -> str:

@@ -13,7 +13,8 @@ from .. import __version__
 from ..core.records import Environment
 from ..core.sweep_findings import pick_findings
 from ..core.sweep_points import Sweep, SweepPoint, clock_of
-from .sweep_format import _fastest, _mib, _us, describe_base
+from ..core.units import us_number
+from .sweep_format import _fastest, _mib, describe_base
 from .tables import environment_line
 
 SCHEMA_VERSION = 2
@@ -112,7 +113,7 @@ def sweep_markdown(
             if p is None:
                 cells.append("")
             elif p.ran:
-                text = _us(p.gpu_us if gpu else p.eager_us)
+                text = us_number(p.gpu_us if gpu else p.eager_us)
                 cells.append(f"**{text}**" if fastest.get(seq) == b else text)
             else:
                 cells.append(p.status_text.replace("|", "\\|"))

@@ -10,12 +10,6 @@ from ..core.sweep_points import SweepPoint, clock_of
 from ..core.workload import Workload
 
 
-def _us(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.1f}" if value < 1_000 else f"{value:,.0f}"
-
-
 def _mib(value: float | None) -> str:
     if value is None:
         return "–"

@@ -16,7 +16,8 @@ from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import Environment
 from ..core.sweep_findings import pick_findings
 from ..core.sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
-from .sweep_format import _fastest, _mib, _us, describe_base
+from ..core.units import us_number
+from .sweep_format import _fastest, _mib, describe_base
 from .tables import environment_line
 
 CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip"}
@@ -34,7 +35,7 @@ def progress_line(points: list[SweepPoint]) -> str:
     parts = []
     for p in points:
         if p.ran and p.time_us is not None:
-            parts.append(f"{p.backend.label} {_us(p.time_us)} µs")
+            parts.append(f"{p.backend.label} {us_number(p.time_us)} µs")
         elif p.status != NOT_ELIGIBLE:
             parts.append(f"{p.backend.label} {CELL.get(p.status, p.status)}")
     return f"seq {points[0].seq}: " + (" · ".join(parts) or "nothing ran")
@@ -95,7 +96,7 @@ def sweep_table(sweep: Sweep, points: list[SweepPoint], kv_fixed: int | None) ->
                 cells.append("")
             elif p.ran:
                 value = p.gpu_us if gpu else p.eager_us
-                cells.append(_us(value) + ("*" if fastest.get(seq) == b else " "))
+                cells.append(us_number(value) + ("*" if fastest.get(seq) == b else " "))
             else:
                 cells.append(CELL.get(p.status, p.status) + " ")
             if b in with_memory:

@@ -6,25 +6,22 @@ from rich.table import Table
 
 from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
+from ..core.units import duration
 from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-
-
-def us(value: float) -> str:
-    return f"{value / 1000:,.1f} ms" if value >= 10_000 else f"{value:,.1f} µs"
 
 
 def summary_cell(summary: Summary | None) -> str:
     if summary is None:
         return ""
-    return f"{us(summary.median)} (p90 {us(summary.p90)}, n={summary.count})"
+    return f"{duration(summary.median)} (p90 {duration(summary.p90)}, n={summary.count})"
 
 
 def time_cell(row: CallRow) -> str:
     """The forward's own time per call: its kernels (CUPTI) on CUDA, the host's clock on the CPU."""
     if row.kernel_us is not None:
-        return f"{us(row.kernel_us.median)} kernels"
+        return f"{duration(row.kernel_us.median)} kernels"
     if row.host_us is not None:
-        return f"{us(row.host_us.median)} cpu"
+        return f"{duration(row.host_us.median)} cpu"
     if row.signature.device.startswith("cuda"):
         return "not profiled yet"
     return "—"
@@ -35,11 +32,11 @@ def backward_cell(row: CallRow) -> str:
     if back is None:
         return "—" if not row.signature.grad else "not profiled yet"
     label = backend_label(back.backend) if back.backend else "?"
-    return f"{label} {us(back.kernel_us.median)}" if back.kernel_us else label
+    return f"{label} {duration(back.kernel_us.median)}" if back.kernel_us else label
 
 
 def first_call_cell(row: CallRow) -> str:
-    return f"{us(row.first_call_us)} host" if row.first_call_us is not None else "—"
+    return f"{duration(row.first_call_us)} host" if row.first_call_us is not None else "—"
 
 
 def count_cell(row: CallRow) -> str:
@@ -84,8 +81,8 @@ def ranks_cell(row: CallRow) -> str:
 def per_rank_lines(row: CallRow) -> list[str]:
     lines = []
     for rank, cell in row.per_rank.items():
-        time = f"{us(cell.kernel_us.median)} kernels" if cell.kernel_us else (
-            f"{us(cell.host_us.median)} cpu" if cell.host_us else "no time yet")
+        time = f"{duration(cell.kernel_us.median)} kernels" if cell.kernel_us else (
+            f"{duration(cell.host_us.median)} cpu" if cell.host_us else "no time yet")
         backend = backend_label(cell.backend) if cell.backend else "?"
         lines.append(f"rank {rank} ({', '.join(cell.devices)}): {cell.count:,} calls, {backend}, {time}")
     if row.rank_note:

@@ -16,20 +16,11 @@ from ...core.backend_state import BackendState
 from ...core.backends import Backend
 from ...core.records import KernelInfo
 from ...core.session import BackendRow, Session
+from ...core.units import duration
 from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
 MAX_LISTED = 8
 KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}
-
-
-def fmt_time(us: float | None) -> str:
-    if us is None:
-        return "–"
-    if us >= 10_000:
-        return f"{us / 1000:,.1f} ms"
-    if us >= 1_000:
-        return f"{us / 1000:,.2f} ms"
-    return f"{us:,.1f} µs"
 
 
 def fmt_blocks_per_sm(value: float) -> str:
@@ -159,7 +150,7 @@ class BackendPanel(Vertical):
             if is_cpu and name == "GPU/call":
                 continue
             s = window.summary()
-            table.add_row(name, fmt_time(s.median if s else None), f"p90 {fmt_time(s.p90)}" if s else "")
+            table.add_row(name, duration(s.median if s else None), f"p90 {duration(s.p90)}" if s else "")
         extra = Text.assemble(
             (fmt_tflops(row.tflops), "bold"), f" TFLOP/s ({fmt_num(row.pct_of_peak, 0, '%')} of peak)  ",
             (fmt_num(row.speedup_vs_math, 2), "bold"), "×MATH  ",
@@ -186,7 +177,7 @@ class BackendPanel(Vertical):
         for name, window in clocks:
             s = window.summary()
             text.append(f"{name} ", style="bold")
-            text.append(f"{fmt_time(s.median if s else None)}  ")
+            text.append(f"{duration(s.median if s else None)}  ")
         return text
 
     def _kernel(self, state: BackendState) -> Text:
@@ -220,7 +211,7 @@ class BackendPanel(Vertical):
                     if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
         ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)
         for kernel in ranked[:MAX_LISTED]:
-            text.append(f"\n{fmt_time(kernel.duration_us):>10}  {kernel_short_names.short_name(kernel.name)}", style="dim")
+            text.append(f"\n{duration(kernel.duration_us):>10}  {kernel_short_names.short_name(kernel.name)}", style="dim")
         if len(ranked) > MAX_LISTED:
             text.append(f"\n{'':>10}  … {len(ranked) - MAX_LISTED} more", style="dim")
         text.no_wrap, text.overflow = True, "ellipsis"  # one line per fact; the full names are in exports

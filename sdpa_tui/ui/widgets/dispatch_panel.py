@@ -8,7 +8,7 @@ from textual.widgets import Static
 from ...core.backends import ALL_BACKENDS, Backend
 from ...core.faster import CLOCK_LABEL, Faster
 from ...core.session import Session
-from .backend_panel import fmt_time
+from ...core.units import duration
 
 
 def first_sentence(text: str) -> str:
@@ -50,9 +50,9 @@ def faster_text(faster: tuple[Faster, ...], width: int) -> Text:
     ratio = f"{f.ratio:.2f}x"
     line = _fitting(
         width,
-        f"▲ faster: {label} {ratio} ({fmt_time(f.median)} vs {fmt_time(f.pick_median)} {clock})",
-        f"▲ {label} {ratio} faster: {fmt_time(f.median)} vs {fmt_time(f.pick_median)}",
-        f"{label} {ratio} faster: {fmt_time(f.median)}",
+        f"▲ faster: {label} {ratio} ({duration(f.median)} vs {duration(f.pick_median)} {clock})",
+        f"▲ {label} {ratio} faster: {duration(f.median)} vs {duration(f.pick_median)}",
+        f"{label} {ratio} faster: {duration(f.median)}",
     )
     others = "".join(f", {o.backend.label} {o.ratio:.2f}x" for o in faster[1:])
     if len(line + others) <= width:
@@ -103,7 +103,7 @@ class DispatchPanel(Static):
             gpu, eager = state.gpu.summary(), state.eager.summary()
             text.append("\nSDPA picks ", style="bold")
             text.append(d.choice.label, style="bold green")
-            text.append(f"   GPU/call {fmt_time(gpu.median if gpu else None)}   eager {fmt_time(eager.median if eager else None)}")
+            text.append(f"   GPU/call {duration(gpu.median if gpu else None)}   eager {duration(eager.median if eager else None)}")
             if faster:
                 text.append("\n")
                 text.append_text(faster_text(faster, width))

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ...core.gpu_compare import GpuResult, clock_for, find_outliers, ratios_to_fastest
+from ...core.units import duration
 from ...telemetry.host_gpus import HostGpus
 from ...telemetry.snapshot import NOT_THROTTLING, GpuSnapshot
 
@@ -84,16 +85,10 @@ def devices_table(results: tuple[GpuResult, ...], host: HostGpus | None, watched
         ratio = ratios.get(r.gpu)
         table.add_row(
             ("▶" if r.gpu == watched else " ") + str(r.gpu), r.backend or "–", r.kernel or r.note or "–",
-            _us(r.kernel_us), _us(r.gpu_us), _us(r.eager_us), "–" if ratio is None else f"{ratio:.2f}",
+            duration(r.kernel_us), duration(r.gpu_us), duration(r.eager_us), "–" if ratio is None else f"{ratio:.2f}",
             nvml_cell(host.get(r.gpu) if host else None), style=style,
         )
     return table
-
-
-def _us(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value / 1000:,.2f} ms" if value >= 10_000 else f"{value:,.1f} µs"
 
 
 class GpuOverview(Static):
