@@ -11,6 +11,10 @@ from ...core.session import Session
 from ...core.units import duration
 
 
+SCROLLBAR_WIDTH = 2
+"""Textual's vertical scrollbar: a backend's line leaves room for it, or it would wrap once the panel scrolls."""
+
+
 def first_sentence(text: str) -> str:
     """Torch's messages go on ("This is likely due to ..."): the panel has room for the first sentence."""
     head, sep, _ = text.partition(". ")
@@ -117,7 +121,7 @@ class DispatchPanel(Static):
                 line = Text(no_wrap=True, overflow="ellipsis", end="")
                 line.append(f"{backend.label}: ", style="bold")
                 line.append(why_not(session, backend, d.choice, order), style="dim")
-                line.truncate(max(width, 20), overflow="ellipsis")
+                line.truncate(max(width - SCROLLBAR_WIDTH, 20), overflow="ellipsis")
                 text.append("\n")
                 text.append_text(line)
         self._put(text)
