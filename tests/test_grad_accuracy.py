@@ -44,3 +44,17 @@ def test_a_nonfinite_gradient_reaches_the_report_row():
                            ("dq",)))
     row = next(r for r in session.rows() if r.backend is Backend.CUDNN)
     assert row.nonfinite == ("dq",) and backend_dict(row)["nonfinite"] == ["dq"]
+
+
+def test_the_reports_text_gives_each_backends_gradient_errors_and_names_a_nan():
+    """The report's table has one err column (the forward's); fwd+bwd adds a line with dq/dk/dv per backend."""
+    from sdpa_tui.exports.tables import context_lines
+
+    session = Session(Workload(direction="fwd+bwd"))
+    session.apply(BackendStatus(0, Backend.CUDNN, "ok"))
+    session.apply(Accuracy(0, Backend.CUDNN, 1e-3, 1e-3, "", (float("nan"), 1e-3, 1e-3), (float("nan"), 1e-3, 2e-3),
+                           ("dq",)))
+    lines = context_lines(session)
+    assert "gradients, max |grad - ref| / max |ref| for dq, dk, dv: cuDNN nan/1.0e-03/2.0e-03" in lines
+    assert "cuDNN: NaN or Inf in dq" in lines
+    assert not any(line.startswith("gradients") for line in context_lines(Session(Workload())))

@@ -561,3 +561,28 @@ def test_an_engine_that_dies_exits_1_and_writes_nothing(tmp_path):
     assert "engine" in proc.stderr and "Traceback" not in proc.stderr
     assert not path.exists() and proc.stdout == ""
 
+
+
+def test_the_sweep_says_where_a_backends_gradients_turn_nonfinite_or_its_error_jumps():
+    """Issue 19, item 1: along the sweep, where a backend's error jumps or turns non-finite."""
+    from dataclasses import replace as changed
+
+    from sdpa_tui.core.sweep_findings import accuracy_findings
+
+    def point(seq, backend, error, grad, nonfinite=()):
+        return SweepPoint(seq, backend, "ok", gpu_us=10.0, error=error, grad_error=grad, nonfinite=nonfinite)
+
+    F, M = Backend.FLASH, Backend.MATH
+    points = [point(512, F, 2e-3, 3e-3), point(1024, F, 2e-3, 4e-2), point(2048, F, 2e-3, None, ("dq",)),
+              point(512, M, 1e-3, 2e-3), point(1024, M, 1e-3, 3e-3), point(2048, M, 1e-3, 4e-3)]
+    by = {(p.seq, p.backend): p for p in points}
+    lines = accuracy_findings([512, 1024, 2048], [F, M], by)
+    assert lines == [
+        "Flash holds NaN or Inf in dq from seq 2048",
+        "Flash's gradient error jumps at seq 1024: 4.0e-02 against 3.0e-03 at seq 512 (max |err| / max |ref| vs "
+        "float64 MATH)",
+    ]
+    assert accuracy_findings([512, 1024], [M], by) == []
+    row = changed(points[2]).to_dict()
+    assert row["nonfinite"] == ["dq"] and row["grad_error"] is None
+    assert "nonfinite" in CSV_COLUMNS and "dq" in sweep_csv([points[2]]).splitlines()[1]

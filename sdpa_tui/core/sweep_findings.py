@@ -103,6 +103,29 @@ def crossovers(points: Sequence[SweepPoint]) -> list[str]:
     lines += _overtakes(seqs, backends, time_of, clock)
     lines += _failures(seqs, backends, by)
     lines += _ineligible(seqs, backends, by)
+    lines += accuracy_findings(seqs, backends, by)
+    return lines
+
+
+ERROR_JUMP = 10.0
+"""An error this many times its value at the previous length measured is a jump worth saying."""
+
+
+def accuracy_findings(seqs: Sequence[int], backends: Sequence[Backend], by: dict) -> list[str]:
+    """Where along the sweep a backend's output or gradients turn non-finite, or its error jumps."""
+    lines = []
+    for b in backends:
+        ran = [by[(seq, b)] for seq in seqs if (seq, b) in by and by[(seq, b)].ran]
+        bad = next((p for p in ran if p.nonfinite), None)
+        if bad is not None:
+            lines.append(f"{b.label} holds NaN or Inf in {', '.join(bad.nonfinite)} from seq {bad.seq}")
+        for what, attr in (("output error", "error"), ("gradient error", "grad_error")):
+            for before, after in zip(ran, ran[1:]):
+                a, c = getattr(before, attr), getattr(after, attr)
+                if a and c and c >= ERROR_JUMP * a:
+                    lines.append(f"{b.label}'s {what} jumps at seq {after.seq}: {c:.1e} against {a:.1e} at seq "
+                                 f"{before.seq} (max |err| / max |ref| vs float64 MATH)")
+                    break
     return lines
 
 

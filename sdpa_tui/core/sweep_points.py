@@ -38,6 +38,9 @@ class SweepPoint:
     kernel_us: float | None = None
     main_kernel: str | None = None  # short name
     kv_seq: int | None = None
+    error: float | None = None  # the output's max |out - ref| / max |ref| against float64 MATH
+    grad_error: float | None = None  # the worst of dq, dk, dv's (fwd+bwd), same measure
+    nonfinite: tuple[str, ...] = ()  # which of out, dq, dk, dv held NaN or Inf
 
     @property
     def ran(self) -> bool:
@@ -61,6 +64,7 @@ class SweepPoint:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["backend"] = self.backend.value
+        d["nonfinite"] = list(self.nonfinite)
         return d
 
     @classmethod
@@ -83,6 +87,9 @@ class SweepPoint:
             kernel_us=row.kernel_us.median if ran and row.kernel_us else None,
             main_kernel=row.main_kernel if ran else None,
             kv_seq=kv_seq,
+            error=row.max_rel_error if ran else None,
+            grad_error=max(row.grad_max_rel) if ran and row.grad_max_rel else None,
+            nonfinite=tuple(row.nonfinite) if ran else (),
         )
 
 

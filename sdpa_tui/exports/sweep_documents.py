@@ -22,7 +22,7 @@ SCHEMA_VERSION = 2
 
 CSV_COLUMNS = (
     "seq", "kv_seq", "backend", "status", "reason", "gpu_us", "eager_us", "kernel_us", "peak_mib", "tflops",
-    "main_kernel",
+    "main_kernel", "error", "grad_error", "nonfinite",
 )
 
 
@@ -71,6 +71,8 @@ def _csv_value(value: Any) -> Any:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, list):
+        return " ".join(value)
     return value
 
 

@@ -96,6 +96,13 @@ def context_lines(session: Session) -> list[str]:
     accuracy = {r.backend: r for r in session.rows() if r.max_rel_error is not None}
     if accuracy:
         lines.append("err: max |out - ref| / max |ref| of the forward output, ref = float64 MATH on the same inputs")
+    grads = [r for r in session.rows() if r.grad_max_rel]
+    if grads:
+        lines.append("gradients, max |grad - ref| / max |ref| for dq, dk, dv: " + " · ".join(
+            f"{r.backend.label} {'/'.join(f'{e:.1e}' for e in r.grad_max_rel)}" for r in grads))
+    for row in session.rows():
+        if row.nonfinite:
+            lines.append(f"{row.backend.label}: NaN or Inf in {', '.join(row.nonfinite)}")
     for row in session.rows():
         if row.status == "disabled" and row.eligibility:
             could = "could run this workload" if row.eligibility == "ok" else f"could not run it: {row.eligibility_reason}"

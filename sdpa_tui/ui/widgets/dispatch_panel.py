@@ -10,7 +10,6 @@ from ...core.faster import CLOCK_LABEL, Faster
 from ...core.session import Session
 from ...core.units import duration
 
-
 SCROLLBAR_WIDTH = 2
 """Textual's vertical scrollbar: a backend's line leaves room for it, or it would wrap once the panel scrolls."""
 
