@@ -236,16 +236,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_app(args, workload, backends)
 
 
-def _advise(report) -> None:
+def _advise(report, say=None) -> None:
     from .commands.advise import measure_advice  # starts an engine process per device
 
-    measure_advice(report)
+    measure_advice(report, say)
 
 
-def _run_watch_ui(watched) -> int:
+def _run_watch_ui(watched, advisor=None) -> int:
     from .ui.watch_launch import run_watch_app
 
-    return run_watch_app(watched)
+    return run_watch_app(watched, advisor)
 
 
 if __name__ == "__main__":

@@ -223,3 +223,44 @@ def test_watch_logs_go_to_the_cache_and_only_the_newest_are_kept(tmp_path, monke
     left = sorted(e for e in os.listdir(folder))
     assert len(left) == watch_launch.KEEP_LOGS and os.path.basename(new) in left
     assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_launch.KEEP_LOGS + 2:02d}.log" in left
+
+
+async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_and_code(tmp_path, monkeypatch):
+    """Issue 18, item 4: the Calls view's best and saving columns, and the alternatives with their code in the
+    detail pane (the advisor is a stand-in here: what commands/advise.py measures is tested in test_watch_advice)."""
+    from sdpa_tui.core.advice import advise
+    from sdpa_tui.core.backends import Backend
+    from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
+
+    def advisor(report, say=None):
+        lab = Session(Workload(dtype="fp32"))
+        lab.apply(Dispatch(0, Backend.FLASH, ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), ""))
+        for backend, us in ((Backend.MATH, 300.0), (Backend.FLASH, 100.0)):
+            lab.apply(BackendStatus(0, backend, "ok"))
+            for v in (us, us * 1.01, us * 0.99, us, us * 1.02, us * 0.98):
+                lab.apply(Sample(0, backend, None, v, "none", 10, 0.0))
+        report.advice = [advise(lab, "MATH") if row.backend == "MATH" else None for row in report.rows]
+        if say:
+            say("sdpa-tui watch: measured")
+
+    monkeypatch.chdir(tmp_path)
+    Path("shapes.log").write_text("")
+    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app.advisor = advisor
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
+        table = app.calls.query_one(DataTable)
+        math_keys = [k for k, row in app.calls.rows.items() if row.backend == "MATH"]
+        assert math_keys and all(str(table.get_cell(k, "best")) == "" for k in math_keys)
+        await pilot.press("b")
+        await settle(pilot, until=lambda: app.calls.advice)
+        await settle(pilot)
+        for key in math_keys:
+            assert str(table.get_cell(key, "best")) == "Flash"
+            assert str(table.get_cell(key, "saving")).strip() == "200.0 µs"
+        other = next(k for k, row in app.calls.rows.items() if row.backend != "MATH")
+        assert str(table.get_cell(other, "best")) == ""
+        table.move_cursor(row=app.calls._order.index(math_keys[0]))
+        await settle(pilot, until=lambda: "code    with sdpa_kernel" in widget_text(app, "#call-detail"))
+        detail = widget_text(app, "#call-detail")
+        assert "alternatives (lab, eager clock" in detail and "best    Flash: saves 200.0 µs per call" in detail

@@ -7,9 +7,9 @@ call, which is gone: it timed how long the stream took, idle gaps and plan build
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .advice import RunAdvice, SignatureAdvice
 from .backends import ALL_BACKENDS
@@ -251,3 +251,11 @@ def build_report(program: list[str], exit_code: int | None, states: Iterable[Pro
 def _who(state: ProcessState) -> str:
     return f"rank {state.rank} (pid {state.pid})" if state.rank is not None else f"pid {state.pid}"
 
+
+
+class Advisor(Protocol):
+    """Measures each row's alternatives after the program exited and fills ``report.advice`` (``commands/advise.py``,
+    given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the engine it starts is above
+    their layers); ``say`` hears its progress."""
+
+    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None) -> None: ...

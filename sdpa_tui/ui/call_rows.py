@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 
+from ..core.advice import SignatureAdvice
 from ..core.backends import ALL_BACKENDS
 from ..core.call_signature import dtype_name
 from ..core.kernel_short_names import short_name
+from ..core.units import duration
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck
 from ..watch.tables import (
@@ -29,10 +31,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("site", "site"), ("module", "module"), ("q", "q shape"), ("kv", "kv shape"), ("dtype", "dtype"),
     ("mask", "mask"), ("causal", "causal"), ("count", "count"), ("rate", "calls/s"), ("share", "GPU share"),
     ("backend", "backend"), ("time", "fwd time"), ("backward", "bwd time"), ("first", "first call"),
-    ("kernels", "kernels"),
+    ("kernels", "kernels"), ("best", "best (b)"), ("saving", "saving/call"),
 )
 """(key, heading) of each column of the Calls table."""
-RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time", "backward", "first"})
+RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time", "backward", "first", "saving"})
 
 
 def shape(dims: tuple[int, ...] | None) -> str:
@@ -71,8 +73,42 @@ def masked_rows_lines(c: OutputCheck) -> list[str]:
             f"|out| up to {c.masked_rows_max or 0:.3g} there, float64 MATH writes 0"]
 
 
-def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
+def best_cells(advice: SignatureAdvice | None) -> tuple[str, str]:
+    """The ``best`` and ``saving/call`` cells: empty until advice was measured (``b``), a dash when nothing beat
+    what ran."""
+    if advice is None:
+        return "", ""
+    if advice.best is None:
+        return "—", ""
+    best = advice.best
+    what = backend_label(best.backend) + ("" if best.variant == "backend" else f" ({best.variant})")
+    return what, duration(advice.saving_us_per_call)
+
+
+def advice_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
+    """The selected call's alternatives, as the lab measured them after the program exited, and the code."""
+    if advice is None:
+        return []
+    lines = ["", f"alternatives (lab, {advice.clock} clock, measured as {advice.measured_as}):"]
+    for a in advice.alternatives:
+        clock = a.gpu_us if advice.clock == "gpu" else a.eager_us
+        name = backend_label(a.backend) + ("" if a.variant == "backend" else f" via {a.variant}")
+        exact = "" if a.exact else ", changes numerics"
+        err = f", err {a.error:.1e}" if a.error is not None else ""
+        lines.append(f"  {name:<28} {duration(clock):>10}{err}{exact}")
+    if advice.best is not None:
+        saving = advice.saving_us_per_call or 0.0
+        lines += [f"best    {backend_label(advice.best.backend)}: saves {duration(saving)} per call, "
+                  f"{duration(saving * count)} over {count:,} calls", f"code    {advice.best.code}"]
+    elif advice.note:
+        lines.append(f"best    {advice.note}")
+    lines += [f"note    {d}" for d in advice.differences]
+    return lines
+
+
+def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | None = None) -> dict[str, str]:
     s = row.signature
+    best, saving = best_cells(advice)
     return {
         "site": short_site(row.site) + (" ⚙" if row.compiled else ""),
         "module": modules_cell(row),
@@ -90,6 +126,8 @@ def table_cells(row: CallRow, kernels_note: str = "") -> dict[str, str]:
         "backward": backward_cell(row),
         "first": first_call_cell(row),
         "kernels": kernels_cell(row, "— (CPU)" if kernels_note == CPU_KERNELS_NOTE else kernels_note),
+        "best": best,
+        "saving": saving,
     }
 
 

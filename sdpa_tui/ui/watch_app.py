@@ -14,7 +14,7 @@ from typing import Protocol
 from textual.binding import Binding
 
 from ..core.watch_lab import lab_workload
-from ..core.watch_report import CallRow, WatchReport
+from ..core.watch_report import Advisor, CallRow, WatchReport
 from ..core.workload import WorkloadError
 from .app import SdpaApp
 from .live_app import LiveApp
@@ -51,6 +51,8 @@ class WatchApp(LiveApp):
         self.calls: CallsScreen | None = None
         self._tail: LogTail | None = None
         self._program_closed = False
+        self.advisor: Advisor | None = None  # ``b`` in the Calls view (given by the top-level CLI)
+        self._advising = False
 
     def watch_program(self, program: Program, log_path: str) -> None:
         """Set before ``run``: the program to start once the UI is up, and the file its output goes to."""
@@ -105,6 +107,37 @@ class WatchApp(LiveApp):
             self.status(text, error=self.exit_code != 0)
             if self.screen is not self.calls:
                 self.notify(text, severity="error" if self.exit_code else "information")
+
+    # -- advice ------------------------------------------------------------------------------
+    def advise_calls(self) -> None:
+        """``b``: every call's alternatives measured in an engine of their own, once the program has exited (it
+        would share the GPU otherwise); the Calls view then shows the best, its saving and the code."""
+        if self.advisor is None:
+            self.notify("advice is not available here", severity="warning")
+            return
+        if self.exit_code is None:
+            self.notify("advice is measured once the program has exited (measuring meanwhile would share the GPU "
+                        "with it and slow it down)", severity="warning", timeout=8)
+            return
+        if self._advising or self.program is None or self.calls is None:
+            return
+        self._advising = True
+        self.notify("measuring every call's alternatives (one engine per device, about a second per call "
+                    "signature)…", timeout=6)
+        self.run_worker(self._advise, thread=True, exclusive=True, group="advice", exit_on_error=False)
+
+    def _advise(self) -> None:
+        assert self.program is not None and self.calls is not None and self.advisor is not None
+        report = self.program.report(self.exit_code)
+        try:
+            self.advisor(report, lambda text: self.call_from_thread(self.notify, text.removeprefix("sdpa-tui watch: ")))
+        except Exception as exc:  # noqa: BLE001 - said, and the Calls view stays as it was
+            self.call_from_thread(self.notify, f"advice failed: {exc}", severity="error", timeout=10)
+            return
+        finally:
+            self._advising = False
+        self.call_from_thread(self.calls.set_advice, report)
+        self.call_from_thread(self.notify, report.advice_note or "advice measured", timeout=8)
 
     # -- switching views -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

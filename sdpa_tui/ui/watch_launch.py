@@ -54,7 +54,7 @@ def make_watch_app(watched, log_path: str, device: str = "auto") -> WatchApp:
     return app
 
 
-def run_watch_app(watched) -> int:
+def run_watch_app(watched, advisor=None) -> int:
     """The program's exit code when it ended by itself; 0 when the user stopped it; 128+N on signal N."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
         print("sdpa-tui watch: no terminal here (stdin/stdout is not a TTY); use: sdpa-tui watch --report calls.json -- ...",
@@ -64,6 +64,7 @@ def run_watch_app(watched) -> int:
     with open(log_path, "ab", buffering=0) as log:
         watched.log_to(log)
         app = make_watch_app(watched, log_path)
+        app.advisor = advisor  # ``b`` in the Calls view, once the program has exited
         app.watch_terminal = True
         try:
             with exit_on_signals(app):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from ..core.watch_report import WatchReport
+from ..core.watch_report import Advisor
 from ..exit_codes import EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from ..exports.metrics_address import DEFAULT_ADDRESS
@@ -47,13 +47,8 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
-Advisor = Callable[[WatchReport], None]
-"""Measures each row's alternatives after the program exited and fills the report's advice
-(``commands/advise.py``, given by the top-level CLI: the engine it starts is above this layer's imports)."""
-
-
 def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> int:
-    """``run_ui(watched) -> exit code``: the live monitor (given by the top-level CLI, above this layer)."""
+    """``run_ui(watched, advisor) -> exit code``: the live monitor (given by the top-level CLI, above this layer)."""
     own, program = split_argv(argv)
     parser = build_parser()
     args = parser.parse_args(own)
@@ -78,7 +73,7 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
     try:
         if args.report:
             return run_headless(watched, args.report, None if args.no_advice else advisor)
-        return run_ui(watched)
+        return run_ui(watched, None if args.no_advice else advisor)
     finally:
         if publisher is not None:
             publisher.stop()

@@ -13,12 +13,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Log, Static
 
+from ...core.advice import SignatureAdvice
 from ...core.call_signature import CallSignature
 from ...core.watch_report import CallRow, WatchReport
 from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,
     RIGHT_ALIGNED,
+    advice_lines,
     detail_lines,
     program_state,
     table_cells,
@@ -44,6 +46,8 @@ class CallsScreen(Screen):
         Binding("t", "try_in_lab", "Try in lab", tooltip="measure the selected call's shape with every backend in the four-panel lab"),
         Binding("a", "show_lab", "Lab", tooltip="show the four-panel lab without changing its workload"),
         Binding("r", "next_rank", "Rank", tooltip="a distributed job: show one rank's calls, then the next; all again"),
+        Binding("b", "advise", "Best", tooltip="once the program has exited: measure every call's alternatives in the "
+                "lab's engine and show the best, its saving and the code"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -58,6 +62,7 @@ class CallsScreen(Screen):
         self._cells: dict[str, dict[str, str]] = {}
         self._banner = ""
         self.rank: int | None = None  # show one rank's part of a distributed job (None: every rank merged)
+        self.advice: dict[str, SignatureAdvice] = {}  # by row key, once ``b`` measured it
         self._exit: tuple[int | None, bool] = (None, False)
 
     def compose(self) -> ComposeResult:
@@ -85,7 +90,7 @@ class CallsScreen(Screen):
                                                        if self.rank in r.per_rank]
         keys = [self._key(row) for row in shown]
         self.rows = dict(zip(keys, shown))
-        cells = {key: table_cells(row, report.kernels_note) for key, row in self.rows.items()}
+        cells = {key: table_cells(row, report.kernels_note, self.advice.get(key)) for key, row in self.rows.items()}
         if keys == self._order:
             for key, values in cells.items():
                 for column, value in values.items():
@@ -147,7 +152,8 @@ class CallsScreen(Screen):
         if row is None or self.report is None:
             detail.update("no SDPA call seen yet" if self.report is None or not self.report.rows else "")
             return
-        detail.update(Text("\n".join(detail_lines(row, self.report))))
+        lines = detail_lines(row, self.report) + advice_lines(self.advice.get(self.selected_key() or ""), row.count)
+        detail.update(Text("\n".join(lines)))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
         self._show_detail()
@@ -172,6 +178,15 @@ class CallsScreen(Screen):
         later = [r for r in ranks if self.rank is None or r > self.rank]
         self.rank = later[0] if later else None
         self.show(self.report, *self._exit)
+
+    def action_advise(self) -> None:
+        self.app.advise_calls()
+
+    def set_advice(self, report: WatchReport) -> None:
+        """The advice measured for ``report``'s rows (same order), kept across the redraws that follow."""
+        self.advice = {self._key(row): a for row, a in zip(report.rows, report.advice) if a is not None}
+        if self.report is not None:
+            self.show(self.report, *self._exit)
 
     def action_show_lab(self) -> None:
         self.app.show_lab()
