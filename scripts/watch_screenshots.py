@@ -4,7 +4,9 @@
 
 Runs tests/watch_programs/steady.py on ``--device`` under the real app (the real lab engine),
 waits until its calls have times (and, on a GPU, kernels), saves the Calls view, presses ``t``
-on the busiest call, waits for the lab's numbers and saves the lab. Quitting stops both.
+on the busiest call, waits for the lab's numbers and saves the lab. Quitting stops both. Then
+tests/watch_programs/advised_context.py (a call kept on a slower backend) is watched until it exits,
+``b`` measures the alternatives, and the Calls view with its advice is saved (``watch-advice-TAG.svg``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,34 @@ async def shoot(device: str, out: Path, tag: str, size: tuple[int, int]) -> list
     return saved
 
 
+ADVICE_SIZE = (210, 50)
+"""Wide enough for the Calls view's best and saving columns, tall enough for the alternatives in the detail pane."""
+
+
+async def shoot_advice(device: str, out: Path, tag: str, size: tuple[int, int]) -> Path:
+    from sdpa_tui.commands.advise import measure_advice
+
+    log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "advised.log")
+    python = shutil.which("python3")
+    python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
+    watched = WatchedProgram([python, "tests/watch_programs/advised_context.py", *(["cuda"] if device != "cpu" else [])])
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path, device)
+        app.advisor = measure_advice
+        async with app.run_test(size=size) as pilot:
+            if not await wait_until(lambda: app.exit_code is not None and app.calls is not None and app.calls.rows, 180):
+                print("warning: advised_context.py did not exit within 180 s", file=sys.stderr)
+            await pilot.pause(1.0)
+            await pilot.press("b")
+            if not await wait_until(lambda: bool(app.calls.advice), 180):
+                print("warning: no advice within 180 s", file=sys.stderr)
+            await pilot.pause(1.0)
+            path = Path(app.save_screenshot(f"watch-advice-{tag}.svg", str(out)))
+            await pilot.press("q")
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -73,6 +103,7 @@ def main() -> int:
     width, height = (int(x) for x in args.size.split("x"))
     for path in asyncio.run(shoot(args.device, args.out, args.tag, (width, height))):
         print(path)
+    print(asyncio.run(shoot_advice(args.device, args.out, args.tag, ADVICE_SIZE)))
     return 0
 
 
