@@ -31,7 +31,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("site", "site"), ("module", "module"), ("q", "q shape"), ("kv", "kv shape"), ("dtype", "dtype"),
     ("mask", "mask"), ("causal", "causal"), ("count", "count"), ("rate", "calls/s"), ("share", "GPU share"),
     ("backend", "backend"), ("time", "fwd time"), ("backward", "bwd time"), ("first", "first call"),
-    ("kernels", "kernels"), ("best", "best (b)"), ("saving", "saving/call"),
+    ("best", "best (b)"), ("saving", "saving/call"), ("kernels", "kernels"),
 )
 """(key, heading) of each column of the Calls table."""
 RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time", "backward", "first", "saving"})
