@@ -85,7 +85,7 @@ def best_cells(advice: SignatureAdvice | None) -> tuple[str, str]:
     return what, duration(advice.saving_us_per_call)
 
 
-def advice_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
+def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
     """The selected call's alternatives, as the lab measured them after the program exited, and the code."""
     if advice is None:
         return []

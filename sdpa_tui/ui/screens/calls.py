@@ -20,7 +20,7 @@ from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,
     RIGHT_ALIGNED,
-    advice_lines,
+    alternatives_lines,
     detail_lines,
     program_state,
     table_cells,
@@ -152,7 +152,7 @@ class CallsScreen(Screen):
         if row is None or self.report is None:
             detail.update("no SDPA call seen yet" if self.report is None or not self.report.rows else "")
             return
-        lines = detail_lines(row, self.report) + advice_lines(self.advice.get(self.selected_key() or ""), row.count)
+        lines = detail_lines(row, self.report) + alternatives_lines(self.advice.get(self.selected_key() or ""), row.count)
         detail.update(Text("\n".join(lines)))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
