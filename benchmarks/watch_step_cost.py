@@ -20,7 +20,12 @@ cost is what its steps took beyond that median (its start, which attaches CUPTI 
 profiled steps, its stop). The mean step (the run's total) is printed beside the median. The machine's own
 noise shows in the rounds: every round's medians are printed and kept.
 
+With ``--llama large`` the step is GPU-bound (truth.py's ``SDPA_TUI_TEST_LLAMA=large``: 8 layers, a batch
+[8, 1024]), as a real training step is; the default small step is host-bound, where the host's own noise is
+several per cent.
+
     python3 benchmarks/watch_step_cost.py --steps 1000 --rounds 2 --json out.json
+    python3 benchmarks/watch_step_cost.py --llama large --steps 300 --rounds 3 --only windows --json out.json
 """
 
 from __future__ import annotations
@@ -73,9 +78,9 @@ def in_windows(steps: list[float], starts: list[float], spans: list[tuple[float,
     return [any(a < t0 + ms / 1e3 and t0 < b for a, b in spans) for ms, t0 in zip(steps, starts)]
 
 
-def run(args: list[str], env: dict[str, str], steps_path: str, keep: Path | None) -> dict:
+def run(args: list[str], env: dict[str, str], steps_path: str, keep: Path | None, llama: str) -> dict:
     full = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-            "SDPA_TUI_TEST_STEPS": steps_path, **env}
+            "SDPA_TUI_TEST_STEPS": steps_path, "SDPA_TUI_TEST_LLAMA": llama, **env}
     if keep is not None:
         keep.mkdir()
         full["SDPA_TUI_KEEP_TRACES"] = str(keep)
@@ -96,6 +101,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", required=True)
+    parser.add_argument("--llama", choices=("small", "large"), default="small",
+                        help="small: a host-bound step (about 9 ms on an H100); large: a GPU-bound one")
     parser.add_argument("--only", action="append", help="run only this variant (and plain); repeatable")
     args = parser.parse_args()
     times: dict[str, list[list[float]]] = {}
@@ -114,7 +121,7 @@ def main() -> int:
             names = list(table) if r % 2 == 0 else list(table)[::-1]
             for name in names:
                 keep = Path(tmp, f"windows-{r}-{len(times.get(name, []))}") if "windows" in name else None
-                got = run(*table[name], os.path.join(tmp, "steps.json"), keep)
+                got = run(*table[name], os.path.join(tmp, "steps.json"), keep, args.llama)
                 steps = got["step_ms"]
                 times.setdefault(name, []).append(steps)
                 out_steps = [ms for ms, w in list(zip(steps, got["in_window"]))[2:] if not w]
@@ -127,6 +134,9 @@ def main() -> int:
                 extra = (f"; {sum(got['in_window'])} steps in {got['windows']} windows, outside them {away:.3f} ms; "
                          f"{cost:.2f} s beyond that in the windows") if keep is not None else ""
                 print(f"round {r}: {name}: median step {statistics.median(steps[2:]):.3f} ms{extra}", flush=True)
+                with open(f"{args.json}.runs.jsonl", "a") as raw:  # kept if the benchmark is cut short
+                    raw.write(json.dumps({"round": r, "variant": name, "step_ms": steps,
+                                          "in_window": got["in_window"], "windows": got["windows"]}) + "\n")
 
     def mean(name: str) -> float:
         return statistics.median(statistics.mean(t[2:]) for t in times[name])
@@ -137,7 +147,7 @@ def main() -> int:
     base, base_late = median("plain", False), median("plain", True)
     print(f"{'variant':<26} {'step ms':>9} {'added':>8} {'late step ms':>13} {'added':>8} {'outside windows':>16}"
           f" {'added':>8} {'mean step':>10} {'added':>8} {'steps in windows':>17} {'s per window':>13}")
-    out = {"steps": args.steps, "rounds": args.rounds, "variants": {}}
+    out = {"steps": args.steps, "rounds": args.rounds, "llama": args.llama, "variants": {}}
     for name in times:
         m, late = median(name, False), median(name, True)
         away = statistics.median(statistics.median(t) for t in outside[name])

@@ -42,6 +42,14 @@ log() { echo "=== $*"; }
       log "pytest: every cuda-marked test (about 4 to 5 minutes on the H100)"
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 | tail -40
       ;;
+    tests-loaded)
+      # users' boxes are busy: the same tests beside 12 spinning cores and a GPU neighbour half busy
+      log "pytest: every cuda-marked test on a loaded machine (12 cores spinning, a GPU neighbour 50 % busy, 8 GiB)"
+      python3 scripts/busy_box.py --cpu 12 --gpu-duty 0.5 --gpu-mib 8192 --seconds 560 &
+      busy=$!; sleep 8; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 | tail -40
+      uptime; kill $busy; wait $busy
+      ;;
     startup)
       # issue 12.6: run it as the FIRST step on a fresh machine (cold file cache), e.g.
       # `bash scripts/gpu-check.sh startup ui`; prints each engine start-up phase (StartupTimes).

@@ -1,5 +1,5 @@
 # On the GPU machine (repo root, carrying .whl and .tfw). PART=tests: watch's cuda tests and the wrapper's
-# per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS); PART=shots: the watch
+# per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS, LLAMA=small|large, ONLY); PART=shots: the watch
 # screenshots. Writes $OUT/res.tgz.
 source scripts/gpu-env.sh
 PART=${PART:-tests}
@@ -11,8 +11,8 @@ case $PART in
     echo "=== watch cuda tests"; timeout 330 python3 -m pytest -q -p no:cacheprovider --durations=8 tests/test_watch_cuda.py 2>&1 | tail -25
     echo "=== per-call cost"; timeout 200 python3 benchmarks/watch_overhead.py --repeats 7 --steps 5 --json $OUT/r/watch-overhead-h100.json ;;
   step)
-    echo "=== step cost"; timeout 560 python3 benchmarks/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \
-      --json $OUT/r/watch-step-cost-h100.json ${ONLY:-} ;;
+    echo "=== step cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \
+      --llama ${LLAMA:-small} --json $OUT/r/watch-step-cost-h100-${LLAMA:-small}.json ${ONLY:-} ;;
   shots)
     echo "=== watch screenshots"; timeout 100 python3 scripts/watch_screenshots.py --device cuda --out $OUT/r --tag h100 ;;
 esac

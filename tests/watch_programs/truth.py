@@ -5,6 +5,8 @@ causal batch and on a padded batch, then training steps; a head-dim-256 call ins
 ``sdpa_kernel([EFFICIENT, MATH])``; a ``torch.compile``'d attention block, forward and backward.
 Prints one JSON line: the median training step time (ms, synchronised; all steps but two, and the second
 half alone) and a checksum of the outputs.
+With ``SDPA_TUI_TEST_LLAMA=large`` the training steps are GPU-bound (8 layers, hidden 2048, head dim 128, a batch
+[8, 1024]: tens of ms a step on an H100) instead of host-bound (2 layers, hidden 1024, [2, 512]: about 9 ms).
 With ``SDPA_TUI_TEST_STEPS=path`` every step's time (ms) and start (``time.monotonic``) go to ``path``. With ``SDPA_TUI_TEST_PROFILE=path`` the whole run is under torch.profiler and every SDPA op it saw (name,
 input shapes, its kernels and their summed time, by torch's own attribution) is written to ``path``.
 """
@@ -23,11 +25,15 @@ from transformers import LlamaConfig, LlamaForCausalLM
 SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_")
 
 
+LARGE = os.environ.get("SDPA_TUI_TEST_LLAMA") == "large"
+
+
 def build():
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=1024, hidden_size=1024, intermediate_size=2048, num_hidden_layers=2,
-                         num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024,
-                         attn_implementation="sdpa")
+    width = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=8) if LARGE else \
+        dict(hidden_size=1024, intermediate_size=2048, num_hidden_layers=2)
+    config = LlamaConfig(vocab_size=1024, num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024,
+                         attn_implementation="sdpa", **width)
     return LlamaForCausalLM(config).to("cuda", torch.bfloat16)
 
 
@@ -46,12 +52,13 @@ def run(model, steps: int) -> tuple[list[float], list[float], float]:
             total += float(model(ids).logits.float().sum())
             total += float(model(ids[:, :256], attention_mask=padded[:, :256]).logits.float().sum())
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    train = torch.randint(0, 1024, (8, 1024), device="cuda") if LARGE else ids
     times, starts = [], []
     for _ in range(steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         starts.append(time.monotonic())
-        loss = model(ids, labels=ids).loss
+        loss = model(train, labels=train).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
