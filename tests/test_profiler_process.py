@@ -209,3 +209,43 @@ def test_a_profiler_process_that_left_by_itself_is_reaped_not_left_a_zombie():
     finally:
         client.close()
 
+
+
+# ------------------------------------------------------------------ started before the engine imports torch
+def test_no_profiler_process_is_started_early_for_the_cpu(monkeypatch):
+    from sdpa_tui.engine import profiler_client
+
+    assert profiler_client.start_early("cpu") is None, "two cores: the first number comes first"
+    monkeypatch.setattr(profiler_client.os.path, "exists", lambda path: False)  # no NVIDIA driver here
+    assert profiler_client.start_early("auto") is None
+
+
+def test_an_early_profiler_process_for_a_gpu_torch_did_not_give_is_replaced_by_one_for_the_cpu(monkeypatch):
+    import torch
+    from test_engine_liveness import NoOutput, Recorder
+
+    from sdpa_tui.engine import profiler_client
+    from sdpa_tui.engine.runner import Engine
+
+    monkeypatch.setattr(profiler_client.os.path, "exists", lambda path: path == "/dev/nvidiactl")
+    early = profiler_client.start_early("auto")
+    assert early is not None and early.device == "cuda:0" and early.pid is not None, "started for the first GPU"
+    pid = early.pid
+    engine = Engine(Recorder(), "auto", NoOutput(), profiler=early)
+    try:
+        mine = engine._profiler_for(torch.device("cpu"))  # torch found no GPU: the engine runs on the CPU
+        assert mine is not early and mine.device == "cpu"
+        assert early.pid is None and gone(pid), "the early process is stopped, not left behind"
+    finally:
+        early.close()
+
+
+def test_an_early_profiler_process_for_the_engines_gpu_is_kept():
+    import torch
+    from test_engine_liveness import NoOutput, Recorder
+
+    from sdpa_tui.engine.runner import Engine
+
+    early = ProfilerClient("cuda:0")  # not started: only its device is compared
+    engine = Engine(Recorder(), "cuda", NoOutput(), profiler=early)
+    assert engine._profiler_for(torch.device("cuda:0")) is early

@@ -56,6 +56,13 @@ def burst(step: Callable[[], object], device: torch.device, calls: int = 5) -> B
     return Burst(tuple(representative), sums, trace)
 
 
+def warm(device: torch.device) -> None:
+    """One profiled call of a tiny op, so that the first real burst does not pay for Kineto's and CUPTI's start
+    (seconds on a GPU); the profiler process does it before it says Ready."""
+    x = torch.zeros(8, device=device)
+    burst(lambda: x.add_(1), device, calls=1)
+
+
 def _chrome_trace(prof: profile) -> dict:
     fd, path = tempfile.mkstemp(prefix="sdpa-tui-", suffix=".json")
     os.close(fd)

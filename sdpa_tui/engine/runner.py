@@ -32,7 +32,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
     """The engine process's loop: records in, configure, measure, health; the parts are its mixins."""
 
     def __init__(self, channel: Channel, device_request: str, capture: OutputCapture,
-                 startup: StartupClock | None = None) -> None:
+                 startup: StartupClock | None = None, profiler: ProfilerClient | None = None) -> None:
         self.channel = channel
         self.startup = startup or StartupClock()
         self.device_request = device_request
@@ -50,8 +50,9 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         self.recycled = False  # stopped so that a fresh engine gives host memory back
         self._growth = HostGrowth()  # host memory growth, first uses counted out
         self._next_rss_check = 0.0
-        # Kernel capture runs in a sibling process: this one never starts a profiler.
-        self.profiler: ProfilerClient | None = None
+        # Kernel capture runs in a sibling process: this one never starts a profiler. One may have been started
+        # before this process imported torch (``profiler_client.start_early``).
+        self.profiler: ProfilerClient | None = profiler
         self._next_health = 0.0
         self._peak_due = False  # the matmul peak of the configured dtype is still to be sent
         self._grad_ref = None  # fwd+bwd: float64 MATH's dq, dk, dv while a configuration's accuracies are sent
@@ -63,9 +64,11 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         profiler_guard.install()
         if self.device.type == "cpu":
             cpu_threads.leave_a_core()  # before describe(): the header names the thread count
-        self.profiler = ProfilerClient(str(self.device))
+        self.profiler = self._profiler_for(self.device)
         self.channel.send(Ready(describe(self.device, notes)))
         self.startup.mark("ready")
+        if self.device.type == "cuda":  # its torch import and CUPTI's start run beside this process's set-up
+            self._start_profiler()
         self._flush_logs()
         try:
             while not self.stopping:
@@ -84,6 +87,16 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         finally:
             self.profiler.close()
         self._release()
+
+    def _profiler_for(self, device: torch.device) -> ProfilerClient:
+        """The profiler process started early (``profiler_client.start_early``) when it is for this device, else a
+        new client (its process starts when asked)."""
+        early = self.profiler
+        if early is not None and early.device == str(device):
+            return early
+        if early is not None:
+            early.close()  # started for a GPU that torch did not give
+        return ProfilerClient(str(device))
 
     def _report_health(self) -> None:
         """Every few seconds while measuring: this process's RSS, and the profiler sessions it
@@ -212,7 +225,12 @@ class Engine(AccuracyAndPeaks, TimingSlices):
             return
         self.startup.mark("first_sample")
         self._send_startup()
-        try:  # its interpreter and torch start now, while the other backends are set up
+        self._start_profiler()  # on the CPU it starts now (two cores: the first number first)
+
+    def _start_profiler(self) -> None:
+        """Start the profiler process if there is none, without waiting: its interpreter, torch and CUPTI start
+        while this process sets the backends up."""
+        try:
             self.profiler.poll_ready()
         except ProfilerFailed:
             pass  # the first burst starts a new one and says why

@@ -28,7 +28,7 @@ PHASES = {
     "first_sample": "the pick's first Sample sent (eager clock; the GPU/call clock follows)",
     "all_first_samples": "every other backend probed, prepared and sampled once",
     "accuracy": "float64 reference computed and every backend's accuracy sent",
-    "profiler_ready": "the profiler process (started after the first sample) said Ready",
+    "profiler_ready": "the profiler process (on a GPU started before the engine imports torch; on the CPU after the first sample) was ready when a burst was due",
     "graph_capture_start": "the first CUDA graph capture begins (the pick's second slice)",
     "graph_capture": "the first CUDA graph captured",
     "all_kernel_captures": "every running backend had its first kernel capture (full panels)",

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from ..core.records import EngineError, Log
 from .channel import Channel, ChannelClosed
 from .output_capture import OutputCapture
+from .profiler_client import start_early
 from .startup_times import StartupClock
 
 EXIT_STICKY_CUDA = 3
@@ -49,6 +50,7 @@ def main(conn: Connection, device_request: str, spawned_at: float | None = None)
     code = 0
     # cuda:N is then NVML's GPU N (both in PCI bus order), so the GPU overview matches.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    profiler = start_early(device_request)
     try:
         from .runner import Engine  # imports torch
 
@@ -58,7 +60,7 @@ def main(conn: Connection, device_request: str, spawned_at: float | None = None)
         # collector's sight, a full collection (one per profiler burst) takes well under a
         # millisecond instead of ~100 ms (measured on a 2-core CPU machine).
         gc.freeze()
-        engine = Engine(channel, device_request, capture, startup)
+        engine = Engine(channel, device_request, capture, startup, profiler)
         engine.run()
         code = EXIT_RECYCLE if engine.recycled else 0
     except ChannelClosed:
@@ -68,6 +70,9 @@ def main(conn: Connection, device_request: str, spawned_at: float | None = None)
         message = f"CUDA context poisoned: {exc}" if sticky else f"{type(exc).__name__}: {exc}"
         code = EXIT_STICKY_CUDA if sticky else EXIT_STARTUP
         _send_quietly(channel, EngineError(message, fatal=True))
+    finally:
+        if profiler is not None:
+            profiler.close()  # the engine closed it unless it failed to start
     for line in capture.read_lines():
         _send_quietly(channel, Log(line))
     sys.exit(code)
