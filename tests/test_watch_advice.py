@@ -181,3 +181,24 @@ def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never
     assert advice.best is None, "a lower precision is listed with its error, never advised as the change to make"
     same_numerics = advise(math, "MATH", rewrites=[Rewrite("expand_kv", "k, v = ...", faster_in_bf16)])
     assert same_numerics.best.variant == "expand_kv" and same_numerics.saving_us_per_call == 80.0
+
+
+def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives_the_same_output():
+    import torch
+    import torch.nn.functional as F
+    from advice_apply import apply_top_advice
+
+    from sdpa_tui.commands.advise import rewrite_codes, rewritten
+
+    odd = Workload(head_dim=100, dtype="bf16")
+    assert dict(rewritten(False, odd))["pad_head_dim"].head_dim == 104
+    assert "pad_head_dim" not in dict(rewritten(False, Workload(head_dim=96, dtype="bf16")))
+    code = dict(rewrite_codes(odd))["pad_head_dim"]
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 40, 100, dtype=torch.float64) for _ in range(3))
+    program = apply_top_advice("out = F.scaled_dot_product_attention(q, k, v)\n",
+                               {"variant": "pad_head_dim", "code": code})
+    scope = {"F": F, "q": q, "k": k, "v": v}
+    exec(program, scope)  # the line as the user would paste it
+    assert scope["out"].shape == q.shape
+    torch.testing.assert_close(scope["out"], F.scaled_dot_product_attention(q, k, v), rtol=1e-12, atol=1e-12)

@@ -10,7 +10,18 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..core.advice import BF16_CODE, CAUSAL_CODE, Rewrite, SignatureAdvice, advise, expand_kv_code, run_advice
+from ..core.advice import (
+    BF16_CODE,
+    CAUSAL_CODE,
+    HEAD_DIM_ALIGN,
+    Rewrite,
+    SignatureAdvice,
+    advise,
+    expand_kv_code,
+    pad_head_dim_code,
+    padded_head_dim,
+    run_advice,
+)
 from ..core.backends import ALL_BACKENDS
 from ..core.session import Session
 from ..core.watch_lab import lab_workload
@@ -30,6 +41,8 @@ def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload
         out.append(("is_causal", replace(workload, mask="causal")))
     if workload.kv_heads != workload.heads:  # K/V expanded to the query heads instead of enable_gqa
         out.append(("expand_kv", replace(workload, kv_heads=workload.heads)))
+    if workload.head_dim % HEAD_DIM_ALIGN:  # the fused kernels want a multiple of 8: zeros added, the scale kept
+        out.append(("pad_head_dim", replace(workload, head_dim=padded_head_dim(workload.head_dim))))
     if workload.dtype == "fp32":  # bf16 inputs (numerics change: listed with its error, never advised as best)
         out.append(("bf16", replace(workload, dtype="bf16")))
     return out
@@ -37,7 +50,7 @@ def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload
 
 def rewrite_codes(workload: Workload) -> list[tuple[str, str]]:
     return [("is_causal", CAUSAL_CODE), ("expand_kv", expand_kv_code(workload.heads // max(workload.kv_heads, 1))),
-            ("bf16", BF16_CODE)]
+            ("pad_head_dim", pad_head_dim_code(workload.head_dim)), ("bf16", BF16_CODE)]
 
 
 def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None) -> None:

@@ -86,7 +86,7 @@ def _value(summary: Summary | None) -> float | None:
 class Rewrite:
     """A small change at the call site, measured as its own lab workload: SDPA's pick there is what it gets."""
 
-    variant: str  # "is_causal" | "expand_kv" | "bf16"
+    variant: str  # "is_causal" | "expand_kv" | "pad_head_dim" | "bf16"
     code: str
     session: Session
     exact: bool = True
@@ -101,6 +101,23 @@ def expand_kv_code(group: int) -> str:
     """K/V repeated to the query heads, so SDPA needs no ``enable_gqa`` (fused kernels that reject GQA take it)."""
     return (f"k, v = k.repeat_interleave({group}, dim=1), v.repeat_interleave({group}, dim=1)  "
             "# then call SDPA without enable_gqa")
+
+
+HEAD_DIM_ALIGN = 8
+"""Flash and cuDNN take a head dim that is a multiple of this, and Mem-efficient too for 16-bit inputs (4 for fp32):
+torch's ``check_head_dim_size_flash`` and ``check_head_dim_size_mem_efficient``. On a GPU other head dims run MATH."""
+
+
+def padded_head_dim(head_dim: int) -> int:
+    return -(-head_dim // HEAD_DIM_ALIGN) * HEAD_DIM_ALIGN
+
+
+def pad_head_dim_code(head_dim: int) -> str:
+    """Q, K and V padded with zeros to the next multiple of 8 and the output cut back: zeros add nothing to Q·K, the
+    extra output columns are dropped, and the scale stays that of the true head dim, so the result is the same."""
+    pad = padded_head_dim(head_dim) - head_dim
+    return (f"out = F.scaled_dot_product_attention(*(F.pad(t, (0, {pad})) for t in (q, k, v)), "
+            f"scale={head_dim} ** -0.5)[..., :{head_dim}]  # the pads copy Q, K, V: not in this time")
 
 
 def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
