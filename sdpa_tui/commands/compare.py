@@ -1,4 +1,5 @@
-"""``sdpa-tui compare A B``: two reports or snapshots side by side; exit 1 when B got slower.
+"""``sdpa-tui compare A B``: two reports or snapshots side by side, or two ``watch --report`` files (per call site:
+backend, time per call, advice); exit 1 when B got slower.
 
 Exit codes: 0 nothing slower than ``--threshold``; 1 a clock of some backend got slower; 2 a file
 that is not a report, a missing file, or a bad threshold (one line on stderr).
@@ -11,16 +12,21 @@ import json
 import math
 import sys
 
+from ..core.watch_report import SCHEMA_VERSION as WATCH_SCHEMA_VERSION
 from ..exit_codes import EXIT_SLOWER, EXIT_USAGE
+from ..exports.document_files import UnreadableDocument, read_document
 from ..exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
+from ..exports.watch_diff import is_watch_report
 
 
 def add_compare_parser(sub: argparse._SubParsersAction) -> None:
     compare = sub.add_parser(
-        "compare", help="compare two reports or snapshots (another GPU, torch, day); exit 1 when B is slower",
+        "compare", help="compare two reports, snapshots or watch reports (another GPU, torch, day, the advice "
+        "applied); exit 1 when B is slower",
         description="Compare two `sdpa-tui report --json` files or snapshot.json files (or snapshot "
         "directories): per backend, main kernel changed or not, the three clocks as ratios B/A, eligibility "
-        "and SDPA's pick. Exit 1 when a clock of B is slower than A by more than the threshold.",
+        "and SDPA's pick. Or two `sdpa-tui watch --report` files: per call site, the backend, the time per call "
+        "and the advice in A and in B. Exit 1 when a clock of B is slower than A by more than the threshold.",
     )
     compare.add_argument("a", metavar="A", help="the reference report (e.g. before a torch upgrade)")
     compare.add_argument("b", metavar="B", help="the report compared against A")
@@ -44,25 +50,50 @@ def parse_threshold(text: str) -> float:
     return pct / 100
 
 
+def load_either(path: str) -> tuple[dict, bool]:
+    """A lab report or snapshot (checked by ``load_report``), or a ``watch --report`` file: (document, is_watch)."""
+    try:
+        file, document = read_document(path)
+    except UnreadableDocument as exc:
+        raise ReportFileError(str(exc)) from None
+    if not is_watch_report(document):
+        return load_report(path), False
+    if document.get("schema_version") != WATCH_SCHEMA_VERSION:
+        raise ReportFileError(f"{file} is a watch report of schema version {document.get('schema_version')!r}; "
+                              f"this sdpa-tui compares version {WATCH_SCHEMA_VERSION}")
+    return document, True
+
+
 def run_compare(args: argparse.Namespace) -> int:
     try:
         threshold = parse_threshold(args.threshold)
-        a, b = load_report(args.a), load_report(args.b)
+        (a, a_watch), (b, b_watch) = load_either(args.a), load_either(args.b)
+        if a_watch != b_watch:
+            watch, lab = (args.a, args.b) if a_watch else (args.b, args.a)
+            raise ReportFileError(f"{watch} is a watch report and {lab} is not: compare two of a kind")
     except (ValueError, ReportFileError) as exc:
         print(f"sdpa-tui compare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from rich.console import Console  # here: the CLI imports this module to build its parser
 
-    from ..exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
+    if a_watch:
+        from ..exports import watch_diff as views
 
-    comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
+        comparison = views.compare_watch_reports(a, b, threshold, a_path=args.a, b_path=args.b)
+        as_dict, as_markdown, as_rich = (views.watch_comparison_dict, views.watch_comparison_markdown,
+                                         views.watch_comparison_rich)
+    else:
+        from ..exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
+
+        comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
+        as_dict, as_markdown, as_rich = comparison_dict, comparison_markdown, comparison_rich
     if args.json:
-        sys.stdout.write(json.dumps(comparison_dict(comparison), indent=2) + "\n")
+        sys.stdout.write(json.dumps(as_dict(comparison), indent=2) + "\n")
     elif args.markdown:
-        sys.stdout.write(comparison_markdown(comparison))
+        sys.stdout.write(as_markdown(comparison))
     else:
         out = Console()
         if not out.is_terminal:
             out = Console(width=200)  # scripts and logs: no wrapping
-        out.print(comparison_rich(comparison))
+        out.print(as_rich(comparison))
     return EXIT_SLOWER if comparison.regressed else 0

@@ -1,0 +1,66 @@
+"""``sdpa-tui compare`` of two ``watch --report`` files: a program watched on the CPU, then watched again with its
+top advice applied (``tests/advice_apply.py``; the fixtures are the two real reports, paths made relative)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_compare import H100, run
+
+WATCH = Path(__file__).parent / "fixtures" / "watch"
+BEFORE = WATCH / "advised-context-cpu-before.json"
+AFTER = WATCH / "advised-context-cpu-after.json"
+
+
+def test_the_advice_applied_shows_as_the_backend_and_time_that_changed_and_advice_that_is_gone(capsys):
+    code, out, err = run(capsys, BEFORE, AFTER, "--json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    (call,) = doc["calls"]  # the same site, though the changed program lives in another folder
+    assert call["site"] == "advised_context.py:19"
+    assert call["backend"] == ["MATH", "FLASH_ATTENTION"] and call["count"] == [12, 12]
+    assert call["clock"] == "host", "no kernel clock on the CPU"
+    assert call["ratio"] < 0.5 and not call["slower"]
+    assert call["best"] == ["FLASH_ATTENTION", None], "advised in A, nothing left to advise in B"
+    assert doc["saving_us"][0] > 0 and doc["saving_us"][1] == 0
+    assert doc["sdpa_us"][1] < doc["sdpa_us"][0]
+
+
+def test_the_other_way_round_is_slower_and_exits_1_in_each_format(capsys):
+    code, out, _ = run(capsys, AFTER, BEFORE)
+    assert code == 1
+    assert "FLASH_ATTENTION → MATH" in out and "1 call site(s) slower in B" in out
+    code, out, _ = run(capsys, AFTER, BEFORE, "--markdown")
+    assert code == 1 and "| advised_context.py:19 | q[1, 4, 1024, 64] kv[1, 4, 1024, 64] float32 |" in out
+    code, _, _ = run(capsys, AFTER, BEFORE, "--threshold", "500%")
+    assert code == 0, "within the threshold"
+
+
+def test_a_site_with_two_signatures_pairs_each_with_its_own(tmp_path, capsys):
+    def two(source: Path, name: str, scale: float) -> Path:
+        doc = json.loads(source.read_text())
+        other = json.loads(json.dumps(doc["calls"][0]))
+        other["q_shape"][2] = other["kv_shape"][2] = 2048
+        other["host_us"]["median"] *= 4 * scale
+        doc["calls"].append(other)
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    code, out, _ = run(capsys, two(BEFORE, "a.json", 1.0), two(BEFORE, "b.json", 2.0), "--json")
+    calls = json.loads(out)["calls"]
+    assert [c["ratio"] for c in calls] == [1.0, 2.0] and code == 1, "only the longer signature got slower"
+
+
+def test_a_watch_report_against_a_lab_report_exits_2_in_one_line(capsys):
+    code, out, err = run(capsys, BEFORE, H100 / "report-small.json")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "is a watch report and" in err and "compare two of a kind" in err
+
+
+def test_a_watch_report_of_another_schema_exits_2(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**json.loads(BEFORE.read_text()), "schema_version": 1}))
+    code, _, err = run(capsys, old, AFTER)
+    assert code == 2 and "schema version 1" in err
