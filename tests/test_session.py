@@ -332,3 +332,17 @@ def test_a_share_of_peak_above_100_percent_is_left_out_and_said():
     assert all(r.pct_of_peak is None or r.pct_of_peak <= 100 for r in rows.values())
     said = [line for line in context_lines(session) if "left out" in line]
     assert said and "Flash" in said[0] and "cuDNN" in said[0] and "Math" not in said[0]
+
+
+def test_a_status_from_the_wire_is_a_status_and_is_written_as_the_same_string():
+    import json
+
+    from sdpa_tui.core.status import Status
+    from sdpa_tui.core.wire_format import decode, encode
+
+    session = Session(Workload())
+    record = decode(encode(BackendStatus(session.config_id, Backend.MATH, "oom", "needs 9 GiB")))
+    session.apply(record)
+    state = session.backends[Backend.MATH]
+    assert state.status is Status.OOM and state.status == "oom"
+    assert json.dumps({"status": state.status}) == '{"status": "oom"}', "files read as before"

@@ -16,6 +16,7 @@ from .backends import ALL_BACKENDS, Backend
 from .faster import beats
 from .session import BackendRow, Session
 from .stats import Summary
+from .status import Status
 
 TOP = 3
 """The run summary names this many changes first."""
@@ -122,7 +123,7 @@ def pad_head_dim_code(head_dim: int) -> str:
 
 def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
     pick = rewrite.session.dispatch.choice if rewrite.session.dispatch else None
-    row = next((r for r in rewrite.session.rows() if r.backend is pick and r.status == "ok"), None)
+    row = next((r for r in rewrite.session.rows() if r.backend is pick and r.status == Status.OK), None)
     if row is None:
         return None
     return Alternative(rewrite.variant, row.backend.value, _value(row.kernel_us), _value(row.gpu_us),
@@ -134,7 +135,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
            differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = ()) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
     rewrite's)."""
-    rows = {r.backend: r for r in session.rows() if r.status == "ok"}
+    rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
     clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
     backends = tuple(
         Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,

@@ -10,6 +10,7 @@ from .backends import Backend
 from .history_ring import HistoryRing
 from .records import Accuracy, KernelInfo
 from .stats import Window
+from .status import Status
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class HistoryRow:
 class BackendState:
     backend: Backend
     enabled: bool = True
-    status: str = "waiting"  # waiting | ok | not_eligible | error | oom | disabled
+    status: Status = Status.WAITING
     reason: str = ""
     details: tuple[str, ...] = ()
     kernel: Window = field(default_factory=Window)
@@ -61,7 +62,7 @@ class BackendState:
         """A new workload: numbers, eligibility and status all start again."""
         self.clear_numbers()
         self.eligibility = self.eligibility_reason = ""
-        self.status, self.reason, self.details = "waiting", "", ()
+        self.status, self.reason, self.details = Status.WAITING, "", ()
 
     @property
     def main_kernel(self) -> KernelInfo | None:

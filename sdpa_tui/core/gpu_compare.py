@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .session import Session
+from .status import Status
 
 OUTLIER_THRESHOLD = 0.10
 """A GPU whose median is more than 10 % above the others' (same kernel) is named."""
@@ -73,7 +74,7 @@ def result_from_session(gpu: int, session: Session, note: str = "") -> GpuResult
         return summary.median if summary else None
 
     return GpuResult(gpu, name, choice.label, row.main_kernel, med(row.kernel_us), med(row.gpu_us),
-                     med(row.eager_us), note or (row.reason if row.status != "ok" else ""))
+                     med(row.eager_us), note or (row.reason if row.status != Status.OK else ""))
 
 
 def clock_for(results: Iterable[GpuResult]) -> str:

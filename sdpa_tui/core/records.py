@@ -95,7 +95,7 @@ class BackendStatus:
     TYPE: ClassVar[str] = "backend_status"
     config_id: int
     backend: Backend
-    status: str  # ok | not_eligible | error | oom | disabled
+    status: str  # a core.status.Status value (the wire carries its string)
     reason: str = ""
     details: tuple[str, ...] = ()  # torch's full reason lines
     measured: bool = True  # False: its flag is off; probed only to say whether it could run

@@ -31,6 +31,7 @@ from .records import (
     StartupTimes,
 )
 from .stats import Summary
+from .status import Status
 from .workload import Workload
 
 
@@ -100,9 +101,9 @@ class Session:
                 state.clear_numbers()  # a backend switched off shows no stale numbers
             state.enabled = backend in enabled
             if not state.enabled:
-                state.status, state.reason = "disabled", "flag off"
-            elif state.status == "disabled":
-                state.status, state.reason = "waiting", ""
+                state.status, state.reason = Status.DISABLED, "flag off"
+            elif state.status == Status.DISABLED:
+                state.status, state.reason = Status.WAITING, ""
 
     def set_workload(self, workload: Workload) -> None:
         if workload != self.workload:
@@ -154,7 +155,7 @@ class Session:
             state.accuracy = record
             return True
         if isinstance(record, BackendStatus):
-            state.status, state.reason, state.details = record.status, record.reason, record.details
+            state.status, state.reason, state.details = Status(record.status), record.reason, record.details
             return True
         if isinstance(record, KernelCapture):
             state.capture_error = record.error
@@ -165,7 +166,7 @@ class Session:
                 state.peak_bytes = record.peak_bytes
             return True
         if isinstance(record, Sample):
-            state.status = "ok"
+            state.status = Status.OK
             state.gpu.add(record.gpu_us)
             state.eager.add(record.eager_us)
             state.last_sample_time = record.time or time.time()
@@ -238,13 +239,13 @@ class Session:
         unknown or not measured, or when it is the fastest. Stable between redraws (see core.faster).
         """
         pick = self.dispatch.choice if self.dispatch else None
-        if pick is None or self.backends[pick].status != "ok":
+        if pick is None or self.backends[pick].status != Status.OK:
             return ()
         clock = "gpu" if len(self.backends[pick].gpu) else "eager"
         summaries = {
             b: getattr(s, clock).summary()
             for b, s in self.backends.items()
-            if s.enabled and s.status == "ok" and s.eligibility in ("", "ok")
+            if s.enabled and s.status == Status.OK and s.eligibility in ("", "ok")
         }
         return self._faster.update((self.config_id, pick, clock), pick, summaries, clock)
 
@@ -263,7 +264,7 @@ def share_of_peak(tflops: float | None, peak_tflops: float | None) -> float | No
 
 def _reference_time(state: BackendState) -> float | None:
     """The clock speedups and TFLOP/s are computed on: GPU/call, or eager on the CPU."""
-    if state.status != "ok":
+    if state.status != Status.OK:
         return None
     summary = state.gpu.summary() or state.eager.summary()
     return summary.median if summary else None

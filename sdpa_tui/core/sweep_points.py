@@ -13,12 +13,10 @@ from dataclasses import asdict, dataclass
 from .backends import ALL_BACKENDS, Backend
 from .faster import Faster
 from .session import BackendRow
+from .status import Status
 from .workload import Workload
 
-OK = "ok"
-NOT_ELIGIBLE = "not_eligible"
-OOM = "oom"
-ERROR = "error"
+OK, NOT_ELIGIBLE, OOM, ERROR = Status.OK, Status.NOT_ELIGIBLE, Status.OOM, Status.ERROR
 SKIPPED = "skipped"
 """Point statuses: the engine's verdicts, plus ``skipped`` for a length the sweep did not measure."""
 
@@ -73,7 +71,7 @@ class SweepPoint:
         if not row.enabled:
             return cls(seq, row.backend, SKIPPED, "not measured (flag off)", kv_seq=kv_seq)
         status = row.status if row.status in (OK, NOT_ELIGIBLE, OOM, ERROR) else ERROR
-        reason = row.reason if row.status != "waiting" else "no verdict from the engine"
+        reason = row.reason if row.status != Status.WAITING else "no verdict from the engine"
         ran = status == OK
         return cls(
             seq=seq,

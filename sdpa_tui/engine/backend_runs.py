@@ -10,6 +10,7 @@ import torch
 from ..core.backends import Backend
 from ..core.engine_commands import Configure
 from ..core.records import BackendStatus, Log
+from ..core.status import Status
 from . import call_memory, clocks, dispatch
 from .calls import Inputs, forced
 from .channel import Channel
@@ -35,7 +36,7 @@ class BackendRuns:
         key = (self.config.workload, backend)
         if key not in self._eligibility:
             verdict = self._clearly_too_big(backend) or dispatch.probe(self.inputs, backend, self.device)
-            if verdict.status == "oom":
+            if verdict.status == Status.OOM:
                 self._free_memory()
             else:
                 self._eligibility[key] = verdict
@@ -51,7 +52,7 @@ class BackendRuns:
         if need <= free:
             return None
         return dispatch.Eligibility(
-            "oom", f"needs at least {need / 2**30:.2f} GiB, {free / 2**30:.2f} GiB free: not launched",
+            Status.OOM, f"needs at least {need / 2**30:.2f} GiB, {free / 2**30:.2f} GiB free: not launched",
             (f"estimate: 2 x batch x heads x seq x kv_seq x 4 bytes = {need:,} bytes; free: {free:,} bytes",),
         )
 

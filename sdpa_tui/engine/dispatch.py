@@ -10,6 +10,7 @@ import torch
 from torch.nn.attention import sdpa_kernel
 
 from ..core.backends import ALL_BACKENDS, CHOICE_CODES, Backend
+from ..core.status import Status
 from .calls import Inputs, forced, sdp_backend
 
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$", re.S)
@@ -20,7 +21,7 @@ _OOM_SIZE = re.compile(r"Tried to allocate ([\d.]+ [KMGT]?i?B)")
 
 @dataclass(frozen=True)
 class Eligibility:
-    status: str  # ok | not_eligible | oom | error
+    status: Status  # OK, NOT_ELIGIBLE, OOM or ERROR
     reason: str = ""
     details: tuple[str, ...] = ()
 
@@ -61,7 +62,7 @@ def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
             del result
-            return Eligibility("ok")
+            return Eligibility(Status.OK)
         except torch.OutOfMemoryError as exc:
             return oom(exc)
         except RuntimeError as exc:
@@ -73,17 +74,17 @@ def probe(inputs: Inputs, backend: Backend, device: torch.device) -> Eligibility
                     # torch's own words here blame the flags ("turning off both the math kernel and the fused
                     # kernels") with every flag on: what is true is that the backend has no CPU kernel at all
                     no_cpu = f"{backend.label} has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"
-                    return Eligibility("not_eligible", no_cpu, (no_cpu,))
+                    return Eligibility(Status.NOT_ELIGIBLE, no_cpu, (no_cpu,))
                 reason = details[0] if details else message.splitlines()[0]
-                return Eligibility("not_eligible", reason, tuple(details + [message]))
-            return Eligibility("error", message.splitlines()[0], tuple(details + [message]))
+                return Eligibility(Status.NOT_ELIGIBLE, reason, tuple(details + [message]))
+            return Eligibility(Status.ERROR, message.splitlines()[0], tuple(details + [message]))
 
 
 def oom(exc: BaseException) -> Eligibility:
     text = clean_message(str(exc))
     size = _OOM_SIZE.search(text)
     reason = f"needed {size.group(1)} more" if size else "torch could not allocate memory"
-    return Eligibility("oom", reason, (text,))
+    return Eligibility(Status.OOM, reason, (text,))
 
 
 def priority_order() -> tuple[str, ...]:

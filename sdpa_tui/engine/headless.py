@@ -10,6 +10,7 @@ from ..core.backends import ALL_BACKENDS, Backend
 from ..core.engine_commands import Configure
 from ..core.records import EngineError, Ready
 from ..core.session import Session
+from ..core.status import Status
 from ..core.workload import Workload
 from .client import EngineClient
 
@@ -74,7 +75,7 @@ def measure(
             done = sum(_finished(session, b) for b in measured)
             if on_progress:
                 on_progress(Progress(now - start, ready_at is not None, done, len(measured), _status(session, measured)))
-            peak = workload.dtype in session.peaks or not any(s.status == "ok" for s in session.backends.values())
+            peak = workload.dtype in session.peaks or not any(s.status == Status.OK for s in session.backends.values())
             if ready_at is not None and session.dispatch and done == len(measured) and peak and now - ready_at >= duration_s:
                 return session
             if now - start > timeout_s:
@@ -88,15 +89,15 @@ def measure(
 
 def _finished(session: Session, backend: Backend) -> bool:
     state = session.backends[backend]
-    if state.status in ("not_eligible", "error", "oom"):
+    if state.status in (Status.NOT_ELIGIBLE, Status.ERROR, Status.OOM):
         return True
-    return state.status == "ok" and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
+    return state.status == Status.OK and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
 
 
 def _wants(session: Session, backend: Backend) -> str:
     """What an unfinished backend still waits for, in words."""
     state = session.backends[backend]
-    if state.status != "ok":
+    if state.status != Status.OK:
         return "its eligibility"
     wants = []
     if len(state.eager) < MIN_SAMPLES:

@@ -13,6 +13,7 @@ import torch
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.engine_commands import CaptureTraces, Configure, SetPaused, Shutdown
 from ..core.records import BackendStatus, Dispatch, EngineHealth, Log, Ready, Recycling
+from ..core.status import Status
 from . import cpu_threads, dispatch, host_memory, profiler_guard
 from .accuracy_peaks import AccuracyAndPeaks
 from .calls import Inputs
@@ -194,7 +195,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
             verdict = self._eligible(backend)
             if backend is choice.backend:
                 self.startup.mark("pick_probe")
-            if backend not in measured or verdict.status != "ok":
+            if backend not in measured or verdict.status != Status.OK:
                 self.channel.send(BackendStatus(cid, backend, verdict.status, verdict.reason, verdict.details,
                                                 measured=backend in measured))
                 continue
@@ -209,7 +210,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 continue
             except RuntimeError as exc:
                 self._check_sticky(exc)
-                self._fail(backend, dispatch.Eligibility("error", str(exc).splitlines()[0], (str(exc),)))
+                self._fail(backend, dispatch.Eligibility(Status.ERROR, str(exc).splitlines()[0], (str(exc),)))
                 continue
             if not self.paused:  # paused: the device is left alone
                 self._slice(self.runs[backend])

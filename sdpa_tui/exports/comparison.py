@@ -11,18 +11,19 @@ from ..core.backends import Backend
 from ..core.faster import describe, how_to
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
+from ..core.status import Status
 from ..core.units import us_number
 
 SCHEMA_VERSION = 2
 """2: ``dispatch.faster`` and ``p10`` in each clock's summary were added."""
 
 STATUS_TEXT = {
-    "ok": "ok",
-    "waiting": "waiting",
-    "not_eligible": "not eligible",
-    "error": "error",
-    "oom": "out of memory",
-    "disabled": "off",
+    Status.OK: "ok",
+    Status.WAITING: "waiting",
+    Status.NOT_ELIGIBLE: "not eligible",
+    Status.ERROR: "error",
+    Status.OOM: "out of memory",
+    Status.DISABLED: "off",
 }
 
 
@@ -45,12 +46,12 @@ def fmt_error(value: float | None) -> str:
 
 def status_text(row: BackendRow) -> str:
     text = STATUS_TEXT.get(row.status, row.status)
-    return f"{text}: {row.reason}" if row.reason and row.status != "disabled" else text
+    return f"{text}: {row.reason}" if row.reason and row.status != Status.DISABLED else text
 
 
 def verdicts(session: Session) -> dict[Backend, list[str]]:
     """What each backend is best at here, derived from the measurements: fastest, leanest, SDPA's pick."""
-    rows = [r for r in session.rows() if r.status == "ok"]
+    rows = [r for r in session.rows() if r.status == Status.OK]
     notes: dict[Backend, list[str]] = {r.backend: [] for r in session.rows()}
 
     def best(key, label: str) -> None:
@@ -81,11 +82,11 @@ def how_to_get(session: Session, faster) -> tuple[str, str]:
 def faster_lines(session: Session) -> list[str]:
     """Whether SDPA's pick is the fastest here, in words; how to get a faster one. [] when unknown."""
     d = session.dispatch
-    if d is None or d.choice is None or session.backends[d.choice].status != "ok":
+    if d is None or d.choice is None or session.backends[d.choice].status != Status.OK:
         return []
     faster = session.faster()
     if not faster:
-        measured = [s for b, s in session.backends.items() if b != d.choice and s.enabled and s.status == "ok"]
+        measured = [s for b, s in session.backends.items() if b != d.choice and s.enabled and s.status == Status.OK]
         if not measured:
             return []
         return [f"SDPA's pick {d.choice.label} is the fastest enabled backend here, or within the noise of it"]

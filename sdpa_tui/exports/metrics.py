@@ -25,6 +25,7 @@ from ..core.backends import ALL_BACKENDS
 from ..core.records import Environment
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
+from ..core.status import Status
 from ..telemetry.snapshot import GpuSnapshot
 
 PREFIX = "sdpa_tui"
@@ -34,7 +35,7 @@ CLOCKS = (
     ("gpu", "gpu_us", "Device time per SDPA call without host launch overhead (CUDA graph replay)"),
     ("eager", "eager_us", "Host-timed time per SDPA call in a back-to-back eager loop"),
 )
-STATUSES = ("waiting", "ok", "not_eligible", "error", "oom", "disabled")
+STATUSES = tuple(Status)
 _US = 1e-6
 
 
@@ -43,8 +44,8 @@ def _gauge(name: str, doc: str, labels: Iterable[str]) -> GaugeMetricFamily:
 
 
 def _eligible(row: BackendRow) -> float | None:
-    verdict = row.eligibility or (row.status if row.status in ("ok", "not_eligible") else "")
-    return {"ok": 1.0, "not_eligible": 0.0}.get(verdict)
+    verdict = row.eligibility or (row.status if row.status in (Status.OK, Status.NOT_ELIGIBLE) else "")
+    return {Status.OK: 1.0, Status.NOT_ELIGIBLE: 0.0}.get(verdict)
 
 
 def _dispatch_env_info(env: Environment, d: list[str]) -> Metric:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.kernel_short_names import short_name
+from ..core.status import Status
 from ..core.workload import Workload, WorkloadError
 from .document_files import UnreadableDocument, read_document
 from .environment_diff import environment_differences
@@ -32,7 +33,8 @@ DEFAULT_THRESHOLD = 0.10
 """A clock counts as slower when B / A exceeds 1 + this."""
 
 UNKNOWN = "unknown"
-_ELIGIBILITY_WORDS = {"ok": "eligible", "not_eligible": "not eligible", "oom": "out of memory", "error": "error"}
+_ELIGIBILITY_WORDS = {Status.OK: "eligible", Status.NOT_ELIGIBLE: "not eligible", Status.OOM: "out of memory",
+                      Status.ERROR: "error"}
 
 
 class ReportFileError(Exception):
@@ -199,7 +201,7 @@ def eligibility_of(entry: dict[str, Any]) -> str:
 def _reason_of(entry: dict[str, Any]) -> str:
     if entry.get("eligibility"):
         return entry.get("eligibility_reason") or ""
-    return entry.get("reason") or "" if entry.get("status") == "not_eligible" else ""
+    return entry.get("reason") or "" if entry.get("status") == Status.NOT_ELIGIBLE else ""
 
 
 def _entries(document: dict[str, Any]) -> dict[Backend, dict[str, Any]]:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..core.records import Environment
 from ..core.session import BackendRow, Session
+from ..core.status import Status
 from .comparison import STATUS_TEXT, faster_lines, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
 
 COLUMNS = (
@@ -38,7 +39,7 @@ TERMINAL_SOURCE = {
     "k/call": "kernels/call", "kernel": "kernel µs", "GPU": "GPU/call µs", "eager": "eager/call µs",
     "×MATH": "vs MATH", "MiB": "peak MiB", "%pk": "% of peak", "err": "max rel err",
 }
-SHORT_STATUS = {"not_eligible": "ineligible", "oom": "OOM", "disabled": "off"}
+SHORT_STATUS = {Status.NOT_ELIGIBLE: "ineligible", Status.OOM: "OOM", Status.DISABLED: "off"}
 
 
 def environment_line(env: Environment | None) -> str:
@@ -104,7 +105,7 @@ def context_lines(session: Session) -> list[str]:
         if row.nonfinite:
             lines.append(f"{row.backend.label}: NaN or Inf in {', '.join(row.nonfinite)}")
     for row in session.rows():
-        if row.status == "disabled" and row.eligibility:
+        if row.status == Status.DISABLED and row.eligibility:
             could = "could run this workload" if row.eligibility == "ok" else f"could not run it: {row.eligibility_reason}"
             lines.append(f"{row.backend.label}: flag off; {could}")
     return lines
@@ -157,7 +158,7 @@ def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kerne
         cells["backend"] = row.backend.label if wide else row.backend.short
         cells["status"] = SHORT_STATUS.get(row.status, row.status)
         values = [cells[TERMINAL_SOURCE.get(h, h)] for h in headers]
-        table.add_row(*values, style=None if row.status == "ok" else "dim")
+        table.add_row(*values, style=None if row.status == Status.OK else "dim")
     return table
 
 
@@ -197,7 +198,7 @@ def rich_report(session: Session, width: int = 160) -> Group:
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
     for row in rows:
-        if row.reason and row.status not in ("ok", "disabled"):
+        if row.reason and row.status not in (Status.OK, Status.DISABLED):
             lines.append(Text(f"{row.backend.label} {STATUS_TEXT.get(row.status, row.status)}: {row.reason}"))
     best = [f"{b.label}: {', '.join(n)}" for b, n in notes.items() if n]
     if best:

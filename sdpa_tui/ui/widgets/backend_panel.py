@@ -16,6 +16,7 @@ from ...core.backend_state import BackendState
 from ...core.backends import Backend
 from ...core.records import KernelInfo
 from ...core.session import BackendRow, Session
+from ...core.status import PROBLEMS, Status
 from ...core.units import duration
 from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
@@ -69,7 +70,6 @@ def dims(value: tuple[int, int, int] | None) -> str:
     return "×".join(str(v) for v in value) if value else "–"
 
 
-PROBLEMS = ("not_eligible", "error", "oom")
 """Statuses where the panel shows why instead of numbers."""
 
 
@@ -107,7 +107,7 @@ class BackendPanel(Vertical):
         clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
         self.query_one("#head", Static).update(Group(self._status(state), clocks), layout=False)
         spark = self.query_one("#history", Sparkline)
-        spark.data = state.sparkline_values(session.workload.describe()) if state.status == "ok" else []
+        spark.data = state.sparkline_values(session.workload.describe()) if state.status == Status.OK else []
         spark.display = bool(spark.data) and not compact
         if state.status in PROBLEMS:  # the reason wraps in whole words; a cut says so
             # below the one status line (app.tcss: .-problem .panel-head), the panel is the reason's
@@ -128,8 +128,8 @@ class BackendPanel(Vertical):
         label = STATUS_TEXT.get(state.status, state.status)
         text = Text()
         text.append("● on " if state.enabled else "○ off ", style="bold green" if state.enabled else "dim")
-        style = {"ok": "green", "waiting": "yellow"}.get(state.status, "bold red")
-        if state.status == "disabled":
+        style = {Status.OK: "green", Status.WAITING: "yellow"}.get(state.status, "bold red")
+        if state.status == Status.DISABLED:
             text.append("flag off: not measured", style="dim")
             return text
         text.append(label, style=style)
@@ -140,7 +140,7 @@ class BackendPanel(Vertical):
 
 
     def _clocks(self, state: BackendState, row: BackendRow, is_cpu: bool, width: int) -> Group | Text:
-        if state.status != "ok":
+        if state.status != Status.OK:
             return Text("")
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", min_width=8)
@@ -170,7 +170,7 @@ class BackendPanel(Vertical):
         return Group(*lines)
 
     def _clocks_line(self, state: BackendState, is_cpu: bool) -> Text:
-        if state.status != "ok":
+        if state.status != Status.OK:
             return Text("")
         text = Text()
         clocks = (("kernel", state.kernel), ("eager", state.eager)) if is_cpu else (("GPU", state.gpu), ("eager", state.eager))
@@ -182,7 +182,7 @@ class BackendPanel(Vertical):
 
     def _kernel(self, state: BackendState) -> Text:
         main = state.main_kernel
-        if state.status == "ok" and state.capture_error:
+        if state.status == Status.OK and state.capture_error:
             failed = Text(f"kernel capture failed: {state.capture_error}", style="bold red")
             if main is None:
                 return failed
@@ -190,7 +190,7 @@ class BackendPanel(Vertical):
             failed.append_text(self._kernel_identity(state, main))
             failed.no_wrap, failed.overflow = True, "ellipsis"
             return failed
-        if state.status != "ok" or main is None:
+        if state.status != Status.OK or main is None:
             return Text("")
         return self._kernel_identity(state, main)
 
