@@ -105,8 +105,9 @@ def expand_kv_code(group: int) -> str:
 
 
 HEAD_DIM_ALIGN = 8
-"""Flash and cuDNN take a head dim that is a multiple of this, and Mem-efficient too for 16-bit inputs (4 for fp32):
-torch's ``check_head_dim_size_flash`` and ``check_head_dim_size_mem_efficient``. On a GPU other head dims run MATH."""
+"""cuDNN takes a head dim that is a multiple of this, and Mem-efficient too for 16-bit inputs (4 for fp32; torch's
+``check_head_dim_size_mem_efficient``); Flash pads any head dim up to 256 itself but takes no fp32. Padded, a call
+may reach a backend that refused it (an fp32 call with head dim 102: MATH → Mem-efficient)."""
 
 
 def padded_head_dim(head_dim: int) -> int:
