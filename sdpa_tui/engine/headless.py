@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from ..core.backend_state import BackendState
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.engine_commands import Configure
 from ..core.records import EngineError, Ready
@@ -87,11 +88,21 @@ def measure(
         client.stop()
 
 
+GPU_CLOCK_METHODS = ("pending", "graph", "events")
+"""A backend timed on a GPU gets its GPU/call clock (from its second slice on), the clock its pick and the advice
+are judged on: it is waited for too, or a short measurement compares a clock with fewer samples than the rule needs."""
+
+
+def _wants_gpu_clock(state: BackendState) -> bool:
+    return state.gpu_method in GPU_CLOCK_METHODS and len(state.gpu) < MIN_SAMPLES
+
+
 def _finished(session: Session, backend: Backend) -> bool:
     state = session.backends[backend]
     if state.status in (Status.NOT_ELIGIBLE, Status.ERROR, Status.OOM):
         return True
-    return state.status == Status.OK and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
+    return (state.status == Status.OK and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
+            and not _wants_gpu_clock(state))
 
 
 def _wants(session: Session, backend: Backend) -> str:
@@ -102,6 +113,8 @@ def _wants(session: Session, backend: Backend) -> str:
     wants = []
     if len(state.eager) < MIN_SAMPLES:
         wants.append(f"{len(state.eager)}/{MIN_SAMPLES} timings")
+    elif _wants_gpu_clock(state):
+        wants.append(f"{len(state.gpu)}/{MIN_SAMPLES} GPU/call timings")
     if not state.kernel:
         wants.append("its kernels")
     return ", ".join(wants)
