@@ -6,8 +6,9 @@ set the saving per call the lab predicted beside the one measured in the program
     python3 benchmarks/advice_realised.py --device cuda        # a GPU: its hd256 bf16 call, Mem-efficient → cuDNN
     python3 benchmarks/advice_realised.py --device cuda --program odd_head_dim   # head dim 100 on MATH, padded
 
-A program that prints ``loop_us_per_call=`` (odd_head_dim.py) has its loop's own time set beside too: a rewrite
-outside the SDPA call (the pads of a padded head dim) costs there, not in the call's kernels.
+A program that prints ``loop_us_per_call=`` (odd_head_dim.py) is also run without watch, before and after, and its
+loop's own time set beside: a rewrite outside the SDPA call (the pads of a padded head dim) costs there, not in the
+call's kernels.
 """
 
 from __future__ import annotations
@@ -29,14 +30,25 @@ from advice_apply import apply_top_advice  # noqa: E402
 PROGRAMS = ROOT / "tests" / "watch_programs"
 
 
-def watched(program: Path, args: list[str], report: Path, advice: bool) -> tuple[dict, float | None]:
+def loop_us(stdout: str) -> float | None:
+    loop = [float(line.split("=", 1)[1]) for line in stdout.splitlines() if line.startswith("loop_us_per_call=")]
+    return loop[0] if loop else None
+
+
+def plain_loop_us(program: Path, args: list[str]) -> float | None:
+    """The program's own loop time per call, run without watch (its windows and checks would be in a watched one)."""
+    proc = subprocess.run([sys.executable, str(program), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=900, stdin=subprocess.DEVNULL)
+    return loop_us(proc.stdout) if proc.returncode == 0 else None
+
+
+def watched(program: Path, args: list[str], report: Path, advice: bool) -> dict:
     cmd = [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), *([] if advice else ["--no-advice"]),
            "--", sys.executable, str(program), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    loop = [float(line.split("=", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("loop_us_per_call=")]
-    return json.loads(report.read_text()), loop[0] if loop else None
+    return json.loads(report.read_text())
 
 
 def per_call(call: dict) -> tuple[float, str]:
@@ -56,14 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now(dt.timezone.utc)
     program_args = ["cuda"] if args.device == "cuda" else []
     with tempfile.TemporaryDirectory() as tmp:
-        before, loop_before = watched(program, program_args, Path(tmp, "before.json"), advice=True)
+        before = watched(program, program_args, Path(tmp, "before.json"), advice=True)
         tops = before["advice"]["top"] if before.get("advice") else []
         if not tops:
             sys.exit(f"no advice to apply: {before.get('advice')}")
         top = tops[0]
         changed = Path(tmp, program.name)
         changed.write_text(apply_top_advice(program.read_text(), top))
-        after, loop_after = watched(changed, program_args, Path(tmp, "after.json"), advice=False)
+        after = watched(changed, program_args, Path(tmp, "after.json"), advice=False)
+        loop_before, loop_after = plain_loop_us(program, program_args), plain_loop_us(changed, program_args)
     (call,), (again,) = before["calls"], after["calls"]
     (was, clock), (now, _) = per_call(call), per_call(again)
     predicted, realised = top["saving_us_per_call"], was - now
@@ -74,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"saving per call: predicted {predicted:.1f} µs (the lab's {before['calls'][0]['advice']['clock']} clock), "
           f"realised {realised:.1f} µs ({realised / predicted:.0%} of predicted)")
     if loop_before is not None and loop_after is not None:
-        print(f"the program's loop per call (host clock, synchronised; everything the change costs): "
+        print(f"the program's loop per call, run without watch (host clock, synchronised; everything the change "
+              "costs): "
               f"{loop_before:.1f} → {loop_after:.1f} µs, {loop_before - loop_after:.1f} µs saved")
     write_result({**run_header(started, argv, args.device), "program": program.name, "top": top,
                   "loop_us_per_call": {"before": loop_before, "after": loop_after},
