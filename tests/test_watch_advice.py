@@ -202,3 +202,20 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
     exec(program, scope)  # the line as the user would paste it
     assert scope["out"].shape == q.shape
     torch.testing.assert_close(scope["out"], F.scaled_dot_product_attention(q, k, v), rtol=1e-12, atol=1e-12)
+
+
+def test_a_compiled_call_is_measured_not_advised_and_the_cost_of_the_graphs_other_pick_is_said():
+    """pytorch#177712: the compiled graph ran Mem-efficient where eager SDPA picks Flash for the same arguments."""
+    from sdpa_tui.core.advice import compiled_advice
+
+    session = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98], Backend.FLASH: [40.0, 41, 39, 40, 42, 38]})
+    measured = advise(session, "MATH")
+    assert measured.best is not None, "eager, it would be advised"
+    advice = compiled_advice(measured, "FLASH_ATTENTION")
+    assert advice.best is None and advice.saving_us_per_call is None
+    assert advice.alternatives == measured.alternatives, "the alternatives stay listed with their times"
+    assert "the graph runs MATH, eager SDPA picks FLASH_ATTENTION for the same arguments" in advice.note
+    assert advice.note.endswith("100.0 against 40.0 µs, +60.0 µs a call")
+    assert run_advice([("compiled", 10, advice)]).top == [], "nothing compiled among the changes to make"
+    same = compiled_advice(measured, "MATH")
+    assert same.note == "compiled: measured, not advised (a change inside a compiled graph is not measured here)"

@@ -17,6 +17,7 @@ from ..core.advice import (
     Rewrite,
     SignatureAdvice,
     advise,
+    compiled_advice,
     expand_kv_code,
     pad_head_dim_code,
     padded_head_dim,
@@ -60,9 +61,6 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     notes: list[str] = []
     by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
     for i, row in enumerate(report.rows):
-        if row.compiled:
-            notes.append(f"{row.signature.describe()}: compiled, not advised")
-            continue
         try:
             workload, differences = lab_workload(row.signature)
         except WorkloadError as exc:
@@ -70,7 +68,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             continue
         items = by_device.setdefault(row.signature.device, [])
         items.append((i, "", workload, differences))
-        items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
+        if not row.compiled:  # a rewrite inside a compiled graph is not what the graph would run: not measured
+            items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
     started = time.monotonic()
     for device, items in by_device.items():
         say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
@@ -92,6 +91,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         for i, (session, differences) in measured.items():
             row = report.rows[i]
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()))
+            if row.compiled:
+                advice[i] = compiled_advice(advice[i], row.eager_backend)
     report.advice = advice
     report.run_advice = run_advice(
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)

@@ -9,7 +9,7 @@ GPU, eager on the CPU) and the same noise rule (:func:`.faster.beats`), so advic
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .backends import ALL_BACKENDS, Backend
@@ -17,6 +17,7 @@ from .faster import beats
 from .session import BackendRow, Session
 from .stats import Summary
 from .status import Status
+from .units import us_number
 
 TOP = 3
 """The run summary names this many changes first."""
@@ -161,6 +162,24 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                                note="nothing measured here is faster beyond noise", **common)
     best_us, index = winners[0]
     return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, **common)
+
+
+def compiled_advice(advice: SignatureAdvice, eager_backend: str | None) -> SignatureAdvice:
+    """A call inside a compiled graph: its alternatives are measured and listed, but no change is advised (what the
+    graph would run after a change is not measured here). Where eager SDPA picks another backend for the same
+    arguments than the graph runs (pytorch#177712: under Dynamo a ``None`` mask became a tensor, Flash became
+    Mem-efficient), the note gives the measured cost of that difference per call."""
+    def lab_us(backend: str | None) -> float | None:
+        found = next((a for a in advice.alternatives if a.variant == "backend" and a.backend == backend), None)
+        return None if found is None else found.gpu_us if advice.clock == "gpu" else found.eager_us
+
+    note = "compiled: measured, not advised (a change inside a compiled graph is not measured here)"
+    if eager_backend and eager_backend != advice.current:
+        ran, eager = lab_us(advice.current), lab_us(eager_backend)
+        note += f"; the graph runs {advice.current}, eager SDPA picks {eager_backend} for the same arguments"
+        if ran is not None and eager is not None:
+            note += f": {us_number(ran)} against {us_number(eager)} µs, {ran - eager:+.1f} µs a call"
+    return replace(advice, best=None, best_us=None, note=note)
 
 
 def _summary(row: BackendRow, clock: str) -> Summary | None:
