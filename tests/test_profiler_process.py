@@ -23,9 +23,10 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.profiler_client import ProfilerClient, ProfilerFailed
 from sdpa_tui.engine.profiler_process import FAULT_ENV
 
-KINETO_SAYS_START = not __import__("torch").cuda.is_available()
-"""Kineto writes a ``profiler_start`` line to fd 2 in the CPU builds (torch 2.13 seen); the
-CUDA build on the H100 (torch 2.11) wrote none, so there the line cannot be looked for."""
+_TORCH = __import__("torch")
+KINETO_SAYS_START = not _TORCH.cuda.is_available() and tuple(map(int, _TORCH.__version__.split(".")[:2])) >= (2, 13)
+"""Kineto writes a ``profiler_start`` line to fd 2 on a machine without a GPU from torch 2.13 on (2.13.0+cpu and
+2.14.1+cu130 seen); torch 2.11 wrote none, on the H100 or without a GPU, so there the line cannot be looked for."""
 
 TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
 DEADLINE_S = 120.0  # against hangs on a loaded machine, not a performance claim
