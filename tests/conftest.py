@@ -1,15 +1,23 @@
 """Shared test setup: the ``cuda`` marker skips a test where no CUDA GPU is visible; the
-``browser`` marker skips one where Debian's chromium or the playwright package is missing."""
+``browser`` marker skips one where Debian's chromium or the playwright package is missing; Ctrl-C reaches the
+programs the tests start as it does from a terminal."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
+
+# A shell without job control starts a background command (`bash .ci/run &`, nohup) with SIGINT ignored, and an
+# ignored signal stays ignored in every program started from it: the programs the Ctrl-C tests interrupt would not
+# see it (seen: `report` ran on and exited 0). A handler of this process's own is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _PROBE = """
 import torch
