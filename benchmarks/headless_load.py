@@ -9,6 +9,10 @@ pick's median. Writes JSON.
 
     python3 benchmarks/headless_load.py                 # the CPU
     python3 benchmarks/headless_load.py --device cuda --seqs 4096,16384,65536 --dtype bf16
+    python3 benchmarks/headless_load.py --seqs 128 --sweep 512,1024 --batch 4 --dtype bf16 --causal --direction fwd+bwd
+
+``--sweep`` times a ``sweep`` too under each load (issue 21 saw ``sweep --batch 4 --dtype bf16 --causal --direction
+fwd+bwd --seq 512,1024`` fail after 611 s with a core busy).
 """
 
 from __future__ import annotations
@@ -46,12 +50,32 @@ def report(device: str, seq: int, dtype: str, causal: bool) -> dict:
             "pick": pick, "pick_eager_us": row and row.get("eager_us")}
 
 
+def sweep(device: str, seqs: str, dtype: str, causal: bool, batch: int, direction: str) -> dict:
+    """``sweep --seq SEQS`` at [batch, 8, L, 64]: its wall time, exit status, and the lengths whose time was up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp, "s.json")
+        cmd = [sys.executable, "-m", "sdpa_tui", "sweep", "--device", device, "--batch", str(batch), "--heads", "8",
+               "--seq", seqs, "--head-dim", "64", "--dtype", dtype, "--direction", direction, "--json", str(out),
+               *(["--causal"] if causal else [])]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800, stdin=subprocess.DEVNULL)
+        wall = time.monotonic() - t0
+    few = [line.strip() for line in proc.stderr.splitlines() if "time was up" in line]
+    return {"sweep": seqs, "batch": batch, "direction": direction, "wall_s": wall, "exit": proc.returncode,
+            "complete": proc.returncode == 0 and not few, "incomplete": few,
+            "error": proc.stderr.strip()[-300:] if proc.returncode else None}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seqs", default="128,512,2048,4096")
     parser.add_argument("--dtype", default="fp32")
     parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--sweep", default=None, metavar="SEQS",
+                        help="also time `sweep --seq SEQS` (e.g. 512,1024) under each load")
+    parser.add_argument("--batch", type=int, default=1, help="the sweep's batch (default 1)")
+    parser.add_argument("--direction", default="fwd", help="the sweep's direction: fwd or fwd+bwd")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     started = dt.datetime.now(dt.timezone.utc)
@@ -66,6 +90,13 @@ def main(argv: list[str] | None = None) -> int:
                 eager = f"{r['pick_eager_us']:,.1f}" if r.get("pick_eager_us") else "—"
                 print(f"{load:14} seq {seq:>6}  {r['wall_s']:7.1f} s  {state:12} pick {r.get('pick') or '—':20}"
                       f" eager {eager} µs", flush=True)
+            if args.sweep:
+                rows.append({"load": load, **sweep(args.device, args.sweep, args.dtype, args.causal, args.batch,
+                                                   args.direction)})
+                r = rows[-1]
+                state = "failed" if r["exit"] else ("complete" if r["complete"] else "few samples")
+                print(f"{load:14} sweep {args.sweep} (batch {args.batch}, {args.direction})  {r['wall_s']:7.1f} s  {state}",
+                      flush=True)
         finally:
             if spinner is not None:
                 spinner.kill()
