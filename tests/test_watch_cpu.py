@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,6 +106,31 @@ def test_crash_keeps_calls_traceback_and_exit_code(tmp_path):
     assert "crashed on purpose" in proc.stderr  # the program's own stderr stays its own
 
 
+def lines_until(stream, done, timeout_s: float = 120.0) -> list[str]:
+    """The lines of ``stream`` up to the first for which ``done`` holds; fails, with the lines seen, when the stream
+    ends first or ``timeout_s`` passes (a deadline against a hang, not a claim about speed)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no such line within {timeout_s:.0f} s; the lines seen: {seen}") from None
+        if line is None:
+            raise AssertionError(f"the stream ended first; the lines seen: {seen}")
+        seen.append(line)
+        if done(line):
+            return seen
+
+
 def test_sigint_stops_program_and_its_children(tmp_path):
     report = tmp_path / "calls.json"
     parent = subprocess.Popen(
@@ -111,12 +138,8 @@ def test_sigint_stops_program_and_its_children(tmp_path):
          str(PROGRAMS / "sleeper.py")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
     )
-    child_pid = None
-    for line in parent.stdout:
-        if line.startswith("child "):
-            child_pid = int(line.split()[1])
-        if line.strip() == "ready":
-            break
+    seen = lines_until(parent.stdout, lambda line: line.strip() == "ready")
+    child_pid = next((int(line.split()[1]) for line in seen if line.startswith("child ")), None)
     time.sleep(1)
     parent.send_signal(signal.SIGINT)
     parent.wait(60)
