@@ -32,7 +32,7 @@ def test_the_other_way_round_is_slower_and_exits_1_in_each_format(capsys):
     assert code == 1
     assert "FLASH_ATTENTION → MATH" in out and "1 call site(s) slower in B" in out
     code, out, _ = run(capsys, AFTER, BEFORE, "--markdown")
-    assert code == 1 and "| advised_context.py:19 | q[1, 4, 1024, 64] kv[1, 4, 1024, 64] float32 |" in out
+    assert code == 1 and "| advised_context.py:19 | q[1, 4, 1024, 64] kv[1, 4, 1024, 64] fp32 |" in out
     code, _, _ = run(capsys, AFTER, BEFORE, "--threshold", "500%")
     assert code == 0, "within the threshold"
 

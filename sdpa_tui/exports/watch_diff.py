@@ -19,6 +19,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..core.call_signature import CallSignature
 from ..core.units import us_number
 
 
@@ -31,16 +32,17 @@ def _site(call: dict) -> str:
     return f"{Path(file).name}:{line}" if file else str(call.get("site"))
 
 
-def _detail(call: dict) -> tuple:
+def _signature(call: dict) -> CallSignature:
+    """A row of ``calls[]`` back as its signature (the row writes the mask as ``{"kind", "shape"}``)."""
     mask = call.get("mask") or {}
-    return (tuple(call.get("q_shape") or ()), tuple(call.get("kv_shape") or ()),
-            str(call.get("dtype")).removeprefix("torch."), mask.get("kind"), bool(call.get("causal")))
+    return CallSignature.from_dict({**call, "device": call.get("device", ""), "mask": mask.get("kind") or "none",
+                                    "mask_shape": mask.get("shape")})
 
 
 def _keys(calls: list[dict]) -> list[tuple]:
     short = [(_site(c), bool(c.get("compiled"))) for c in calls]
     seen = Counter(short)
-    return [k if seen[k] == 1 else (*k, _detail(c)) for k, c in zip(short, calls)]
+    return [k if seen[k] == 1 else (*k, _signature(c)) for k, c in zip(short, calls)]
 
 
 def _median(call: dict | None, clock: str) -> float | None:
@@ -75,19 +77,16 @@ class CallChange:
         return self.ratio is not None and self.ratio > 1.0 + threshold
 
 
-def _describe(call: dict) -> str:
-    q, kv, dtype, mask, causal = _detail(call)
-    return f"q{list(q)} kv{list(kv)} {dtype}" + (f" mask {mask}" if mask and mask != "none" else "") + \
-        (" causal" if causal else "")
-
-
 def _change(a: dict | None, b: dict | None) -> CallChange:
     both = [c for c in (a, b) if c is not None]
     clock = "kernel" if all(_median(c, "kernel") is not None for c in both) else "host"
-    return CallChange(_site(both[-1]), _describe(both[-1]), bool(both[-1].get("compiled")),
-                      (a and a.get("backend"), b and b.get("backend")), (a and a.get("count"), b and b.get("count")),
-                      clock, (_median(a, clock), _median(b, clock)), (_best(a), _best(b)),
-                      ((a or {}).get("saving_us_per_call"), (b or {}).get("saving_us_per_call")))
+
+    def pair(key: str) -> tuple:
+        return (a or {}).get(key), (b or {}).get(key)
+
+    return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
+                      pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
+                      (_best(a), _best(b)), pair("saving_us_per_call"))
 
 
 @dataclass(frozen=True)
