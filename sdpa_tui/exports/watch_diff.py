@@ -2,7 +2,7 @@
 in A and in B, and the run's SDPA time and possible saving, as a Rich table, Markdown or JSON.
 
 Calls are paired by their site (file name and line: a program moved to another folder still pairs) and whether they
-ran compiled; where one site made several signatures, by shapes, dtype and mask too. A change the advice asked for
+ran compiled; where one site made several signatures, by the whole signature too. A change the advice asked for
 (``is_causal=True``, K/V expanded, a padded head dim) keeps its site, so the row shows its effect. The time is the
 kernel clock (CUPTI) where both sides have it, else the host clock, and says which.
 """
