@@ -174,7 +174,7 @@ def compiled_advice(advice: SignatureAdvice, eager_backend: str | None) -> Signa
         return None if found is None else found.gpu_us if advice.clock == "gpu" else found.eager_us
 
     note = "compiled: measured, not advised (a change inside a compiled graph is not measured here)"
-    if eager_backend and eager_backend != advice.current:
+    if eager_backend and advice.current and eager_backend != advice.current:
         ran, eager = lab_us(advice.current), lab_us(eager_backend)
         note += f"; the graph runs {advice.current}, eager SDPA picks {eager_backend} for the same arguments"
         if ran is not None and eager is not None:

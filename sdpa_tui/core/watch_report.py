@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from .advice import RunAdvice, SignatureAdvice
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
+from .compiled_twins import EagerTwin, eager_twin
 from .dispatch_env import DispatchEnvironment
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
@@ -85,6 +86,13 @@ class CallRow:
     calls_per_s: float | None = None
     per_rank: dict[int, RankCell] = field(default_factory=dict)  # distributed jobs: each rank's part
     rank_note: str = ""  # a rank that ran another backend or whose time is off the others'
+    decomposed: bool = False  # compiled: MATH chosen at the trace, run as the compiler's own ops (no SDPA kernel)
+    eager_twin: EagerTwin | None = None  # compiled: eager calls of the same modules with another backend or mask
+
+    @property
+    def backward_us(self) -> float | None:
+        back = self.backward
+        return back.kernel_us.median if back is not None and back.kernel_us is not None else None
 
     @property
     def ranks(self) -> tuple[int, ...]:
@@ -101,8 +109,7 @@ class CallRow:
     def time_us(self) -> float | None:
         """One call's cost, forward and backward where both were measured: the GPU's, else the host's."""
         if self.kernel_us is not None:
-            back = self.backward.kernel_us.median if self.backward and self.backward.kernel_us else 0.0
-            return self.kernel_us.median + back
+            return self.kernel_us.median + (self.backward_us or 0.0)
         return self.host_us.median if self.host_us is not None else None
 
     def report_dict(self) -> dict[str, Any]:
@@ -122,7 +129,8 @@ class CallRow:
             "backward": self.backward.to_dict() if self.backward else None,
             "share": self.share, "share_of_gpu": self.share_of_gpu, "pids": list(self.pids),
             "ranks": list(self.ranks), "per_rank": {str(r): c.to_dict() for r, c in self.per_rank.items()},
-            "rank_note": self.rank_note or None,
+            "rank_note": self.rank_note or None, "decomposed": self.decomposed,
+            "eager_twin": self.eager_twin.to_dict() if self.eager_twin else None,
         }
 
 
@@ -163,8 +171,9 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             mask_causal=all(st.mask_causal for st in stats), check=OutputCheck.merged(st.check for st in stats),
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
-            rank_note=rank_note(cells),
+            rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
         ))
+    rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
     if total > 0:
         rows = [replace(r, share=r.count * r.time_us / total if r.time_us is not None else None) for r in rows]

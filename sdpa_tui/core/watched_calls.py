@@ -111,10 +111,11 @@ class CallStats:
     eager_backend: str | None = None  # compiled rows: what eager SDPA picks for the same arguments
     mask_causal: bool = False  # the first call's mask was exactly causal (is_causal=True would do the same)
     check: OutputCheck = field(default_factory=OutputCheck)
+    decomposed: bool = False  # compiled rows: SDPA chose MATH at the trace, the compiler runs it as its own ops
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mask_causal": self.mask_causal, "check": self.check.to_dict(),
+            "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
             "why_not": dict(self.why_not), "kernel_us": list(self.kernel_us), "host_us": list(self.host_us),
@@ -137,7 +138,7 @@ class CallStats:
             profiled_us=float(d.get("profiled_us", 0.0)), compiled=bool(d.get("compiled", False)),
             count_exact=bool(d.get("count_exact", True)), compiled_fn=str(d.get("compiled_fn", "")),
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
-            check=OutputCheck.from_dict(d.get("check")),
+            check=OutputCheck.from_dict(d.get("check")), decomposed=bool(d.get("decomposed", False)),
         )
 
 

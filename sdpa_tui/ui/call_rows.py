@@ -17,6 +17,7 @@ from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck
 from ..watch.tables import (
     backend_cell,
     backward_cell,
+    compiled_lines,
     count_cell,
     first_call_cell,
     kernels_cell,
@@ -152,7 +153,7 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
         lines.append(f"mask    {s.mask} {shape(s.mask_shape)}")
     if row.compiled:
         lines += ["", f"compiled  in {row.compiled_fn or '?'}: {count_cell(row)} calls counted from the graph's runs",
-                  f"backend   {backend_cell(row)}"]
+                  f"backend   {backend_cell(row)}", *compiled_lines(row)]
     else:
         chosen = backend_label(row.backend) if row.backend else f"none: {row.choice_error}"
         lines += ["", f"SDPA chose {chosen}"]

@@ -82,7 +82,7 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
 def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None) -> int:
     from rich.console import Console
 
-    from .tables import calls_table, footnotes, why_not_lines
+    from .tables import calls_table, compiled_lines, footnotes, why_not_lines
 
     watched.start()
     try:
@@ -98,6 +98,8 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
         console.print(f"[bold]{row.signature.describe()}[/] at {row.site}: chose {row.backend or 'none'}")
         for line in why_not_lines(row):
             console.print(f"  why not {line}")
+        for line in compiled_lines(row):
+            console.print(f"  {line}")
     for line in footnotes(report):
         console.print(line)
     if report.error:

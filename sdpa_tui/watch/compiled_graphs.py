@@ -75,10 +75,12 @@ def _ints(shape) -> tuple[int, ...]:
 
 
 def _site(node) -> tuple[str, str]:
-    from .origin import is_library, short_path
+    from .origin import is_library, is_own, short_path
 
-    frames = _STACK_LINE.findall(node.meta.get("stack_trace") or "")
-    own = [f for f in frames if not is_library(f[0])] or frames  # the innermost frame of the program's own code
+    frames = [f for f in _STACK_LINE.findall(node.meta.get("stack_trace") or "") if not is_own(f[0])]
+    # the innermost frame of the program's own code; where the graph holds only libraries' frames (a compiled
+    # transformers model), the innermost library frame: never sdpa-tui's wrapper, which Dynamo traces through
+    own = [f for f in frames if not is_library(f[0])] or frames
     if not own:
         return "?", "?"
     path, line, function = own[-1]
@@ -152,8 +154,16 @@ def wrap_compiled(compiled, on_run):
     return run
 
 
+def traces_aten(wrapper) -> bool:
+    """The compiler traces the graph down to aten ops (Inductor, ``aot_*``): there SDPA's choice is made once, at
+    the trace, and a MATH choice becomes the compiler's own matmul and softmax ops, with no SDPA op left to see.
+    ``backend="eager"`` runs the captured graph as it is, so SDPA dispatches at each run as in eager code."""
+    name = str(getattr(wrapper, "compiler_name", ""))
+    return type(wrapper).__name__ == "_TorchCompileInductorWrapper" or name.startswith("aot")
+
+
 def hook_compilers(on_graph) -> bool:
-    """Call ``on_graph(gm, compiled) -> compiled`` for every graph torch.compile's wrappers compile."""
+    """Call ``on_graph(gm, compiled, traces_aten) -> compiled`` for every graph torch.compile's wrappers compile."""
     done = False
     for name in ("_TorchCompileInductorWrapper", "_TorchCompileWrapper"):
         cls = getattr(torch, name, None)
@@ -162,7 +172,7 @@ def hook_compilers(on_graph) -> bool:
             continue
 
         def patched(self, model_, inputs_, *args, __call=call, **kwargs):
-            return on_graph(model_, __call(self, model_, inputs_, *args, **kwargs))
+            return on_graph(model_, __call(self, model_, inputs_, *args, **kwargs), traces_aten(self))
 
         setattr(patched, _PATCHED, True)
         functools.update_wrapper(patched, call)
@@ -174,7 +184,7 @@ def hook_compilers(on_graph) -> bool:
 def watch_graphs(probe: "GraphProbe") -> None:
     """Count the SDPA calls of every graph torch.compile builds from now on (see the module's doc)."""
 
-    def on_graph(gm, compiled):
+    def on_graph(gm, compiled, aten: bool):
         try:
             calls = graph_calls(gm, probe.flag_state.flags(probe.flag_state.token), choice.priority_order())
         except Exception:  # noqa: BLE001 - a graph the probe cannot read runs uncounted, never broken
@@ -188,11 +198,14 @@ def watch_graphs(probe: "GraphProbe") -> None:
                 eager, error, reasons = eager_choice(call)
             finally:
                 probe.flag_state.frozen = False
+            decomposed = aten and eager == "MATH"  # seen on the H100 and the CPU: no SDPA op under the graph
             stats = CallStats(call.signature, site=call.site, module=call.modules[0] if call.modules else None,
-                              choice_error=error, why_not=reasons, modules=list(call.modules), compiled=True,
-                              compiled_fn=call.function, eager_backend=eager,
-                              check=OutputCheck(note=COMPILED_NOT_CHECKED))
-            entries.append(probe.sink.add(stats, call.signature.device.startswith("cuda")))
+                              backend="MATH" if decomposed else None, choice_error=error, why_not=reasons,
+                              modules=list(call.modules), compiled=True, compiled_fn=call.function,
+                              eager_backend=eager, decomposed=decomposed, check=OutputCheck(note=COMPILED_NOT_CHECKED))
+            entry = probe.sink.add(stats, call.signature.device.startswith("cuda"))
+            entry.wanted = entry.wanted and not decomposed  # no op of its own will ever be under the graph
+            entries.append(entry)
         probe.bursts.signature_seen()
         probe.special = probe.special or probe.bursts.due
 

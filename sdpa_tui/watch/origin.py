@@ -13,10 +13,8 @@ from types import FrameType
 
 import torch
 
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(path)) + os.sep
-    for path in (torch.__file__, os.path.dirname(__file__))
-)
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, _OWN_DIR)
 _NAMES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]]" = weakref.WeakKeyDictionary()
 """Per outermost module: each submodule's name, by id (named_modules() walks the whole model)."""
 _LIBRARY_NAMES = ("transformers", "accelerate", "diffusers", "timm", "runpy", "peft")
@@ -27,6 +25,11 @@ def is_library(filename: str) -> bool:
         return True
     parts = filename.replace("\\", "/").split("/")
     return any(name in parts for name in _LIBRARY_NAMES)
+
+
+def is_own(filename: str) -> bool:
+    """A frame of sdpa-tui itself (the wrapper, the probe): never named as a call's site."""
+    return filename.startswith(_OWN_DIR)
 
 
 def call_site(frame: FrameType | None) -> str:

@@ -65,7 +65,7 @@ class Entry:
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
-            replace(s.check),
+            replace(s.check), s.decomposed,
         )
 
 
@@ -118,6 +118,7 @@ class ReadingSink:
             entry = self._graph_entry(call, seen) if call.graph else _match(compiled, call, 0)
             if entry is not None:
                 entry.stats.backend = call.backend
+                entry.stats.decomposed = False  # the compiler kept (or made) an SDPA op after all
                 self._add(entry, call, first=False)
         for call in reading.compiled_backward:
             entry = _match(compiled, call, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..core.compiled_twins import graph_backend, mask_words
 from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
 from ..core.units import duration
@@ -49,8 +50,39 @@ def backend_cell(row: CallRow) -> str:
     eager = backend_label(row.eager_backend) if row.eager_backend else None
     if row.backend is None:
         return f"{eager} (compiled; as eager picks, not profiled yet)" if eager else "compiled: not profiled yet"
+    if row.decomposed:
+        return f"{backend_label(row.backend)} (compiled, decomposed)"
     picked = f"{backend_label(row.backend)} (compiled)"
     return picked if eager in (None, backend_label(row.backend)) else f"{picked}; eager picks {eager}"
+
+
+def compiled_lines(row: CallRow) -> list[str]:
+    """A compiled row: what the graph runs, and beside it the eager calls of the same modules where they differ
+    (another backend or mask: pytorch#177712), with each side's measured time per call."""
+    if not row.compiled:
+        return []
+    lines = []
+    if row.decomposed:
+        lines.append("the compiler traced SDPA's MATH choice into its own matmul and softmax kernels: no SDPA kernel "
+                     "runs, so its time is not separable from the graph's")
+    twin = row.eager_twin
+    if twin is None:
+        return lines
+
+    def timed(fwd: float | None, bwd: float | None) -> str:
+        return "" if fwd is None else f", {duration(fwd)} forward" + (f" + {duration(bwd)} backward" if bwd else "")
+
+    graph = backend_label(graph_backend(row)) + (", decomposed" if row.decomposed else "")
+    lines.append(f"eager calls of the same modules ({twin.site}): mask {twin.mask}, {backend_label(twin.backend)}"
+                 f"{timed(twin.kernel_us, twin.backward_us)} a call")
+    ours = None if row.decomposed or row.kernel_us is None else row.kernel_us.median
+    lines.append(f"this graph: mask {mask_words(row.signature)}, {graph}{timed(ours, row.backward_us)} a call")
+    if ours is not None and twin.kernel_us is not None:
+        lines.append(f"the graph's calls cost {ours - twin.kernel_us:+.1f} µs forward each against eager's")
+    if twin.mask == "none" and row.signature.mask != "none":
+        lines.append("the graph gets a mask that the eager calls do not pass: the code builds one while Dynamo "
+                     "traces it (pytorch#177712)")
+    return lines
 
 
 def modules_cell(row: CallRow) -> str:

@@ -1,0 +1,132 @@
+"""What pytorch#177712's pattern costs: SDPA given a mask under torch.compile where eager code passes none.
+
+The call of ``tests/watch_programs/compiled_mask.py`` on a GPU (a transformers BERT, q/k/v [8, 16, 512, 64] bf16,
+dropout 0.1, training): eager transformers passes ``attn_mask=None``; under Dynamo the graph gets an all-keys
+bool mask [8, 1, 512, 512] whose last dimension has stride 0 (an expanded tensor), which no fused backend takes.
+Timed per call (CUDA events around 10 calls, median of 20), forward and forward+backward:
+
+- eager, no mask (what the eager program runs);
+- compiled, the expanded mask (what the graph runs: MATH, decomposed by Inductor);
+- compiled, no mask; eager, the same mask made contiguous (two ways out).
+
+Each forward time is checked against torch.profiler: the summed GPU kernel time of one call.
+Then the whole BERT training step, eager and compiled (events, median of 20 steps).
+Usage: python3 benchmarks/compiled_mask_cost.py [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+B, H, S, D = 8, 16, 512, 64
+
+
+def per_call_us(fn, backward: bool, grad: torch.Tensor) -> float:
+    def once():
+        out = fn()
+        if backward:
+            out.backward(grad)
+    for _ in range(3):
+        once()
+    times = []
+    for _ in range(20):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(10):
+            once()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 100.0)
+    return statistics.median(times)
+
+
+def profiler_us(fn) -> tuple[float, list[str]]:
+    """The summed durations of the GPU kernels of one forward call, and their names."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(e.device_time for e in kernels), [e.name for e in kernels]
+
+
+def attention_rows() -> list[dict]:
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    grad = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)
+    expanded = torch.ones(B, 1, S, 1, dtype=torch.bool, device="cuda").expand(B, 1, S, S)
+
+    def attend(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.1, scale=0.125)
+
+    compiled = torch.compile(attend)
+    cases = {
+        "eager, no mask": lambda: attend(q, k, v, None),
+        "compiled, expanded mask (stride 0)": lambda: compiled(q, k, v, expanded),
+        "compiled, no mask": lambda: compiled(q, k, v, None),
+        "eager, mask made contiguous": lambda: attend(q, k, v, expanded.contiguous()),
+    }
+    rows = []
+    for name, fn in cases.items():
+        fn()
+        fwd = per_call_us(fn, False, grad)
+        both = per_call_us(fn, True, grad)
+        prof, kernels = profiler_us(fn)
+        rows.append({"case": name, "fwd_us": fwd, "fwd_bwd_us": both, "profiler_fwd_us": prof,
+                     "kernels": kernels})
+    return rows
+
+
+def step_rows() -> list[dict]:
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=128, hidden_size=1024, num_hidden_layers=2, num_attention_heads=16,
+                                 intermediate_size=4096, max_position_embeddings=512,
+                                 attn_implementation="sdpa")).to("cuda", torch.bfloat16)
+    ids = torch.randint(0, 128, (B, S), device="cuda")
+
+    def step(m):
+        def run():
+            m(ids).last_hidden_state.float().sum().backward()
+        return run
+
+    rows = []
+    for name, m in (("BERT step, eager", model), ("BERT step, compiled", torch.compile(model))):
+        run = step(m)
+        for _ in range(3):
+            run()
+        times = []
+        for _ in range(20):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        rows.append({"case": name, "step_us": statistics.median(times)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args()
+    rows = attention_rows()
+    print(f"{'case':<38} {'fwd µs':>9} {'profiler':>9} {'fwd+bwd µs':>11}")
+    for r in rows:
+        print(f"{r['case']:<38} {r['fwd_us']:>9.1f} {r['profiler_fwd_us']:>9.1f} {r['fwd_bwd_us']:>11.1f}")
+    steps = step_rows()
+    for r in steps:
+        print(f"{r['case']:<38} {r['step_us']:>9.1f} µs a step (fwd+bwd)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "shape": [B, H, S, D], "attention": rows, "steps": steps}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Compiled SDPA calls beside the eager calls of the same modules (pytorch#177712), and MATH decomposed by the
+compiler: the rows, their notes, and a real transformers BERT run eager then compiled on the CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from sdpa_tui.core.call_signature import CallSignature
+from sdpa_tui.core.stats import Summary
+from sdpa_tui.core.watch_report import merge
+from sdpa_tui.core.watched_calls import BackwardStats, CallStats, ProcessState
+from sdpa_tui.watch.tables import backend_cell, compiled_lines
+from test_watch_cpu import ENV, PROGRAMS, ROOT, watch
+
+BERT = dict(q_shape=(8, 16, 512, 64), kv_shape=(8, 16, 512, 64), dtype="torch.bfloat16", device="cuda:0",
+            dropout_p=0.1, scale=0.125, grad=True)
+
+
+def _rows(compiled: CallStats, eager: CallStats | None = None):
+    calls = [compiled] + ([eager] if eager else [])
+    return {r.compiled: r for r in merge([ProcessState(pid=1, calls=calls)])}
+
+
+def _eager(modules=("BertModel:encoder.layer.{0..1}.attention.self",)) -> CallStats:
+    """As watched on the H100: no mask, cuDNN, 57.3 µs forward and 107.2 µs backward a call."""
+    return CallStats(CallSignature(**BERT), count=40, site="train.py:31", backend="CUDNN_ATTENTION",
+                     kernel_us=[57.3] * 5, backward=BackwardStats("CUDNN_ATTENTION", [107.2] * 5),
+                     modules=list(modules))
+
+
+def _compiled(**kw) -> CallStats:
+    signature = CallSignature(**BERT, mask="bool", mask_shape=(8, 1, 512, 512))
+    return CallStats(signature, count=40, site="transformers/integrations/sdpa_attention.py:182", compiled=True,
+                     modules=["encoder.layer.{0..1}.attention.self"], eager_backend="MATH", **kw)
+
+
+def test_a_compiled_graph_given_a_mask_eager_code_does_not_pass_is_set_beside_its_eager_twin():
+    rows = _rows(_compiled(backend="MATH", decomposed=True), _eager())
+    row = rows[True]
+    assert row.decomposed and backend_cell(row) == "Math (compiled, decomposed)"
+    twin = row.eager_twin
+    assert twin is not None and (twin.backend, twin.mask, twin.kernel_us, twin.backward_us) == (
+        "CUDNN_ATTENTION", "none", 57.3, 107.2)
+    text = "\n".join(compiled_lines(row))
+    assert "mask none, cuDNN, 57.3 µs forward + 107.2 µs backward a call" in text
+    assert "this graph: mask bool [8, 1, 512, 512], Math, decomposed a call" in text
+    assert "no SDPA kernel runs" in text and "pytorch#177712" in text
+    assert "cost" not in text, "a decomposed graph's attention time is not measured: no difference is claimed"
+    assert rows[False].eager_twin is None and compiled_lines(rows[False]) == []
+    assert row.report_dict()["eager_twin"]["backend"] == "CUDNN_ATTENTION" and row.report_dict()["decomposed"]
+
+
+def test_a_profiled_graph_backend_gets_the_measured_difference_per_call():
+    row = _rows(_compiled(backend="EFFICIENT_ATTENTION", kernel_us=[98.0] * 5), _eager())[True]
+    assert not row.decomposed and backend_cell(row) == "Mem-efficient (compiled); eager picks Math"
+    assert "the graph's calls cost +40.7 µs forward each against eager's" in compiled_lines(row)
+
+
+def test_no_twin_from_other_modules_or_when_nothing_differs():
+    other = _eager(modules=("BertModel:pooler.attention",))
+    assert _rows(_compiled(backend="MATH", decomposed=True), other)[True].eager_twin is None
+    same = CallStats(CallSignature(**BERT, mask="bool", mask_shape=(8, 1, 512, 512)), count=3, backend="MATH",
+                     modules=["BertModel:encoder.layer.0.attention.self"], kernel_us=[1.0])
+    row = _rows(_compiled(backend="MATH", decomposed=True), same)[True]
+    assert row.eager_twin is None
+    assert len(compiled_lines(row)) == 1 and "not separable" in compiled_lines(row)[0]
+    assert _rows(_compiled(backend="MATH"), None)[True].eager_twin is None
+
+
+def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it(tmp_path):
+    """transformers' BERT trained eager, then compiled: the profiler finds SDPA ops only in the eager steps (MATH:
+    dropout), none under the compiled graph, and watch says the graph's MATH is decomposed, named at a site
+    outside sdpa-tui, with both rows' counts exact."""
+    program = (sys.executable, str(PROGRAMS / "compiled_mask.py"), "cpu", "float32", "3")
+    reference = tmp_path / "profile.json"
+    plain_out = subprocess.run(list(program), capture_output=True, text=True, timeout=400, cwd=ROOT, check=True,
+                               env={**ENV, "SDPA_TUI_TEST_PROFILE": str(reference)}).stdout
+    ops = json.loads(reference.read_text())
+    assert {o["phase"] for o in ops} == {"eager"}, "no SDPA op under the compiled graph"
+    assert {o["name"] for o in ops if o["phase"] == "eager"} == {"aten::_scaled_dot_product_attention_math"}
+    proc, report = watch(tmp_path, *program, timeout=400)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == plain_out.strip()
+    rows = {c["compiled"]: c for c in report["calls"]}
+    assert set(rows) == {False, True}
+    compiled, eager = rows[True], rows[False]
+    assert compiled["decomposed"] and compiled["backend"] == "MATH" and not eager["decomposed"]
+    assert compiled["count"] == eager["count"] == 2 * 3 and compiled["count_exact"]
+    assert "sdpa_tui" not in compiled["site"] and compiled["site"].split(":")[0].endswith("sdpa_attention.py")
+    assert "no SDPA kernel runs" in proc.stdout.replace("\n", " ")
