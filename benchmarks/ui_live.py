@@ -4,6 +4,8 @@ Runs the real ``sdpa-tui`` in a real terminal (tmux), as a user would, and reads
 process's CPU time from /proc (the engine is a separate process and is not counted).
 
 - first number: any clock of any backend shows a value (issue 12: within 3 s of the first frame);
+- kernels named: every running backend's panel names its main kernel with its launch (``grid …``): from the
+  CUDA graph's nodes where ``cuda-bindings`` imports, else from the profiler's first burst;
 - full panels: the dispatch panel names SDPA's pick, no backend is still waiting, and every
   running backend shows a kernel-clock value too (a profiler burst has been read; within 5 s).
 
@@ -41,6 +43,7 @@ NUMBER = r"\s+[\d.,]+ (µs|ms)"
 FIRST_SAMPLE = re.compile(rf"(eager|GPU/call|GPU){NUMBER}")
 KERNEL_NUMBER = re.compile(rf"kernel{NUMBER}")
 RUNNING = re.compile(r"● on ok")
+LAUNCH = re.compile(r"grid \d")
 
 
 def tmux(*args: str) -> str:
@@ -61,6 +64,11 @@ def full_panels(text: str) -> bool:
     running = len(RUNNING.findall(text))
     return ("SDPA picks" in text and "● on waiting" not in text and running > 0
             and len(KERNEL_NUMBER.findall(text)) >= running)
+
+
+def kernels_named(text: str) -> bool:
+    running = len(RUNNING.findall(text))
+    return running > 0 and len(LAUNCH.findall(text)) >= running
 
 
 def wait_for(done, start: float, timeout: float) -> float | None:
@@ -113,6 +121,7 @@ def main() -> int:
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
     first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
+    named = wait_for(kernels_named, start, 120) if args.device != "cpu" else None
     full = wait_for(full_panels, start, 120)
     time.sleep(2.0)  # let start-up work settle before measuring steady state
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
@@ -135,6 +144,7 @@ def main() -> int:
         "device": args.device,
         "first_frame_s": first_frame,
         "first_sample_s": first_sample,
+        "kernels_named_s": named,
         "full_panels_s": full,
         "first_number_after_first_frame_s": None if None in (first_frame, first_sample) else first_sample - first_frame,
         "full_panels_after_first_frame_s": None if None in (first_frame, full) else full - first_frame,
@@ -147,9 +157,11 @@ def main() -> int:
         "engine_startup": phases,
         "screen": final_screen,
     }
-    print(f"{'device':<10}{'first frame':>14}{'first number':>14}{'full panels':>14}{'UI CPU %':>10}{'exit on q':>11}")
+    print(f"{'device':<10}{'first frame':>14}{'first number':>14}{'kernels named':>15}{'full panels':>14}"
+          f"{'UI CPU %':>10}{'exit on q':>11}")
     fmt = lambda v: "timeout" if v is None else f"{v:.2f} s"  # noqa: E731
-    print(f"{args.device:<10}{fmt(first_frame):>14}{fmt(first_sample):>14}{fmt(full):>14}"
+    print(f"{args.device:<10}{fmt(first_frame):>14}{fmt(first_sample):>14}{fmt(named) if named else '—':>15}"
+          f"{fmt(full):>14}"
           f"{result['ui_cpu_percent_of_one_core']:>9.1f}%{str(exited):>11}")
     print("(seconds from the start of the command; the first number and full panels are counted from the first "
           f"frame in the JSON; load average {result['load_average']})")

@@ -7,6 +7,8 @@ waits until its calls have times (and, on a GPU, kernels), saves the Calls view,
 on the busiest call, waits for the lab's numbers and saves the lab. Quitting stops both. Then
 tests/watch_programs/advised_context.py (a call kept on a slower backend) is watched until it exits,
 ``b`` measures the alternatives, and the Calls view with its advice is saved (``watch-advice-TAG.svg``).
+With ``--only compiled``: tests/watch_programs/compiled_mask.py's compiled row beside its eager twin
+(``watch-compiled-TAG.svg``).
 """
 
 from __future__ import annotations
@@ -92,15 +94,45 @@ async def shoot_advice(device: str, out: Path, tag: str, size: tuple[int, int]) 
     return path
 
 
+async def shoot_compiled(device: str, out: Path, tag: str, size: tuple[int, int]) -> Path:
+    """tests/watch_programs/compiled_mask.py (a BERT trained eager, then compiled: pytorch#177712's pattern) watched
+    until it exits, the compiled row selected: its detail pane sets the graph beside the eager calls."""
+    log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "compiled.log")
+    python = shutil.which("python3")
+    python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
+    args = ["cuda", "bfloat16", "20"] if device != "cpu" else []
+    watched = WatchedProgram([python, "tests/watch_programs/compiled_mask.py", *args])
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path, device)
+        async with app.run_test(size=size) as pilot:
+            if not await wait_until(lambda: app.exit_code is not None and app.calls is not None and app.calls.rows, 240):
+                print("warning: compiled_mask.py did not exit within 240 s", file=sys.stderr)
+            await pilot.pause(1.0)
+            for _ in range(len(app.calls.rows)):
+                row = app.calls.selected_row()
+                if row is not None and row.compiled:
+                    break
+                await pilot.press("down")
+            await pilot.pause(0.5)
+            path = Path(app.save_screenshot(f"watch-compiled-{tag}.svg", str(out)))
+            await pilot.press("q")
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--tag", default="gpu")
     parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
+    parser.add_argument("--only", choices=("compiled",), help="take only this screenshot")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     width, height = (int(x) for x in args.size.split("x"))
+    if args.only == "compiled":
+        print(asyncio.run(shoot_compiled(args.device, args.out, args.tag, ADVICE_SIZE)))
+        return 0
     for path in asyncio.run(shoot(args.device, args.out, args.tag, (width, height))):
         print(path)
     print(asyncio.run(shoot_advice(args.device, args.out, args.tag, ADVICE_SIZE)))

@@ -155,3 +155,20 @@ def test_a_custom_priority_changes_the_pick_on_the_gpu():
                       priority=(Backend.FLASH, Backend.CUDNN))
     assert session.dispatch.priority_order[0] == Backend.FLASH.value
     assert session.dispatch.choice is Backend.FLASH
+
+
+def test_the_graphs_nodes_name_the_kernels_the_profiler_measures(fp16_session):
+    """Kernel identity from the GPU/call clock's CUDA graph (shown before the profiler's first burst) against the
+    profiler's capture of the same backend in the profiler process: the same activities, and the same launch
+    (grid, block, shared memory) for every kernel."""
+    from sdpa_tui.engine import graph_nodes
+
+    if not graph_nodes.available():
+        pytest.skip("cuda-bindings is not installed: kernels are named at the profiler's first burst")
+    for backend in ALL_BACKENDS:
+        state = fp16_session.backends[backend]
+        graph, measured = state.graph_kernels, state.kernels
+        assert graph and measured, backend
+        assert sorted(k.name for k in graph) == sorted(k.name for k in measured), backend
+        launches = {(k.name, k.grid, k.block, k.shared_memory) for k in measured}
+        assert {(k.name, k.grid, k.block, k.shared_memory) for k in graph} == launches, backend

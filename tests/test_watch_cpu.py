@@ -349,6 +349,9 @@ def test_a_call_site_outside_the_working_directory_keeps_its_path(tmp_path, monk
     monkeypatch.chdir(inside.parent)
     assert short_path(str(inside)) == "train.py"
     assert short_path(str(outside)) == str(outside)  # not ../elsewhere/model.py
+    import transformers.integrations.sdpa_attention as installed
+
+    assert short_path(installed.__file__) == os.path.join("transformers", "integrations", "sdpa_attention.py")
 
 
 def test_compiled_calls_on_the_cpu_match_the_profiler(tmp_path):

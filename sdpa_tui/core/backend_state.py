@@ -37,7 +37,8 @@ class BackendState:
     kernel: Window = field(default_factory=Window)
     gpu: Window = field(default_factory=Window)
     eager: Window = field(default_factory=Window)
-    kernels: tuple[KernelInfo, ...] = ()
+    kernels: tuple[KernelInfo, ...] = ()  # measured: the profiler's last burst
+    graph_kernels: tuple[KernelInfo, ...] = ()  # named from the CUDA graph's nodes, untimed: shown until ``kernels``
     capture_error: str = ""  # the last kernel capture failed: why (the kernels shown are older)
     peak_bytes: int | None = None
     last_sample_time: float = 0.0
@@ -53,7 +54,7 @@ class BackendState:
         self.version += 1
         for window in (self.kernel, self.gpu, self.eager):
             window.clear()
-        self.kernels = ()
+        self.kernels = self.graph_kernels = ()
         self.capture_error = ""
         self.peak_bytes = None
         self.accuracy = None
@@ -67,6 +68,16 @@ class BackendState:
     @property
     def main_kernel(self) -> KernelInfo | None:
         return kernel_names.main_kernel(self.kernels)
+
+    @property
+    def kernels_untimed(self) -> bool:
+        """The kernels on screen are the graph's (names and launches, no times yet)."""
+        return not self.kernels and bool(self.graph_kernels)
+
+    @property
+    def shown_kernels(self) -> tuple[KernelInfo, ...]:
+        """What the panel names: the measured kernels, else the graph's."""
+        return self.kernels or self.graph_kernels
 
     @property
     def kernel_count(self) -> int:

@@ -133,6 +133,19 @@ class KernelCapture:
 
 
 @dataclass(frozen=True)
+class GraphKernels:
+    """One call's kernels as the nodes of the GPU/call clock's CUDA graph name them: names and launch configuration,
+    no durations (``duration_us`` 0). Sent at the graph's capture, seconds before the profiler's first burst; shown
+    until a :class:`KernelCapture` brings the measured kernels, never exported as measured."""
+
+    TYPE: ClassVar[str] = "graph_kernels"
+    config_id: int
+    backend: Backend
+    kernels: tuple[KernelInfo, ...]
+    time: float = 0.0
+
+
+@dataclass(frozen=True)
 class Dispatch:
     """What SDPA picks with the enabled backends as flags."""
 

@@ -22,6 +22,7 @@ from .records import (
     Dispatch,
     EngineError,
     Environment,
+    GraphKernels,
     KernelCapture,
     KernelInfo,
     Log,
@@ -156,6 +157,9 @@ class Session:
             return True
         if isinstance(record, BackendStatus):
             state.status, state.reason, state.details = Status(record.status), record.reason, record.details
+            return True
+        if isinstance(record, GraphKernels):
+            state.graph_kernels = record.kernels
             return True
         if isinstance(record, KernelCapture):
             state.capture_error = record.error

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import torch
 
 from ..core.backends import Backend
 from ..core.engine_commands import Configure
-from ..core.records import BackendStatus, Log
+from ..core.records import BackendStatus, GraphKernels, Log
 from ..core.status import Status
 from . import call_memory, clocks, dispatch
 from .calls import Inputs, forced
@@ -74,6 +75,9 @@ class BackendRuns:
         self.startup.mark("graph_capture_start")
         run.graph = clocks.GraphClock(run.step, self.device, run.per_call_us)
         self.startup.mark("graph_capture")
+        if run.graph.kernels:  # the kernels' names at once; their times come with the profiler's first burst
+            self.channel.send(GraphKernels(self.config.config_id, run.backend, run.graph.kernels, time.time()))
+            self.startup.mark("graph_kernels")
         if run.graph.method != "graph":
             self.channel.send(Log(f"{run.backend.value}: CUDA graph capture failed "
                                   f"({run.graph.capture_error}); timing with events"))

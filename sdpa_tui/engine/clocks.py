@@ -12,6 +12,9 @@ from collections.abc import Callable
 
 import torch
 
+from ..core.records import KernelInfo
+from . import graph_nodes
+
 GRAPH_TARGET_US = 500.0
 """One graph replay should last at least this long, so event resolution does not matter."""
 MAX_CALLS_PER_GRAPH = 64
@@ -48,6 +51,13 @@ def _warmup_stream(device: torch.device) -> torch.cuda.Stream:
     return _WARMUP_STREAMS[device]
 
 
+def one_call(nodes: tuple[KernelInfo, ...], calls: int) -> tuple[KernelInfo, ...]:
+    """The first call's part of a graph of ``calls`` identical calls (``()`` where they do not divide evenly)."""
+    if not nodes or len(nodes) % calls:
+        return ()
+    return nodes[: len(nodes) // calls]
+
+
 class GraphClock:
     """GPU time per call without host launch overhead: K calls captured in one CUDA graph.
 
@@ -62,6 +72,7 @@ class GraphClock:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.method = "graph"
         self.capture_error = ""
+        self.kernels: tuple[KernelInfo, ...] = ()  # one call's, read from the graph's nodes where that is possible
         try:
             self.graph = self._capture()
         except Exception as exc:  # noqa: BLE001 - any capture failure means: use events
@@ -77,10 +88,14 @@ class GraphClock:
             for _ in range(2):
                 self.step()
         torch.cuda.current_stream(self.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
+        keep = graph_nodes.available()  # the template is kept only to read its nodes, then instantiated
+        graph = torch.cuda.CUDAGraph(keep_graph=True) if keep else torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for _ in range(self.calls):
                 self.step()
+        if keep:
+            self.kernels = one_call(graph_nodes.kernels_of(graph), self.calls)
+            graph.instantiate()
         graph.replay()
         torch.cuda.synchronize(self.device)
         return graph

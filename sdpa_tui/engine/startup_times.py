@@ -31,6 +31,7 @@ PHASES = {
     "profiler_ready": "the profiler process (on a GPU started before the engine imports torch; on the CPU after the first sample) was ready when a burst was due",
     "graph_capture_start": "the first CUDA graph capture begins (the pick's second slice)",
     "graph_capture": "the first CUDA graph captured",
+    "graph_kernels": "the first backend's kernels named from its graph's nodes (no durations; needs cuda-bindings)",
     "all_kernel_captures": "every running backend had its first kernel capture (full panels)",
 }
 """Every phase name the engine marks, with what ends it (docs/gpu-measurements.md)."""

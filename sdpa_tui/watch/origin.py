@@ -7,7 +7,9 @@ costs microseconds), never on every call.
 from __future__ import annotations
 
 import os
+import site
 import sys
+import sysconfig
 import weakref
 from types import FrameType
 
@@ -15,6 +17,14 @@ import torch
 
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, _OWN_DIR)
+def site_dirs() -> list[str]:
+    """The interpreter's site-packages folders (none where ``site`` cannot say: an embedded interpreter)."""
+    try:
+        return [*site.getsitepackages(), site.getusersitepackages()]
+    except AttributeError:
+        return []
+
+
 _NAMES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]]" = weakref.WeakKeyDictionary()
 """Per outermost module: each submodule's name, by id (named_modules() walks the whole model)."""
 _LIBRARY_NAMES = ("transformers", "accelerate", "diffusers", "timm", "runpy", "peft")
@@ -47,13 +57,22 @@ def call_site(frame: FrameType | None) -> str:
     return "?"
 
 
+_SITE_DIRS = tuple(sorted({os.path.join(p, "") for key in ("purelib", "platlib")
+                           if (p := sysconfig.get_paths().get(key))} | {os.path.join(p, "") for p in site_dirs()},
+                          key=len, reverse=True))
+"""Where installed packages live: a library file's site is named from its package (``transformers/...``)."""
+
+
 def short_path(filename: str) -> str:
-    """Relative to the working directory when the file is under it, else the path as it is."""
+    """Relative to the working directory when the file is under it; an installed package's file from its package
+    (``transformers/integrations/sdpa_attention.py``); else the path as it is."""
     try:
         rel = os.path.relpath(filename)
     except ValueError:
         return filename
-    return filename if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+    if not (rel == os.pardir or rel.startswith(os.pardir + os.sep)):
+        return rel
+    return next((filename[len(d):] for d in _SITE_DIRS if filename.startswith(d)), filename)
 
 
 def module_path(frame: FrameType | None) -> str | None:

@@ -70,13 +70,15 @@ def compiled_lines(row: CallRow) -> list[str]:
         return lines
 
     def timed(fwd: float | None, bwd: float | None) -> str:
-        return "" if fwd is None else f", {duration(fwd)} forward" + (f" + {duration(bwd)} backward" if bwd else "")
+        if fwd is None:
+            return ""
+        return f", {duration(fwd)} forward" + (f" + {duration(bwd)} backward" if bwd else "") + " a call"
 
     graph = backend_label(graph_backend(row)) + (", decomposed" if row.decomposed else "")
     lines.append(f"eager calls of the same modules ({twin.site}): mask {twin.mask}, {backend_label(twin.backend)}"
-                 f"{timed(twin.kernel_us, twin.backward_us)} a call")
+                 f"{timed(twin.kernel_us, twin.backward_us)}")
     ours = None if row.decomposed or row.kernel_us is None else row.kernel_us.median
-    lines.append(f"this graph: mask {mask_words(row.signature)}, {graph}{timed(ours, row.backward_us)} a call")
+    lines.append(f"this graph: mask {mask_words(row.signature)}, {graph}{timed(ours, row.backward_us)}")
     if ours is not None and twin.kernel_us is not None:
         lines.append(f"the graph's calls cost {ours - twin.kernel_us:+.1f} µs forward each against eager's")
     if twin.mask == "none" and row.signature.mask != "none":

@@ -181,7 +181,7 @@ class BackendPanel(Vertical):
         return text
 
     def _kernel(self, state: BackendState) -> Text:
-        main = state.main_kernel
+        main = state.main_kernel or kernel_names.main_kernel(state.graph_kernels)
         if state.status == Status.OK and state.capture_error:
             failed = Text(f"kernel capture failed: {state.capture_error}", style="bold red")
             if main is None:
@@ -207,11 +207,14 @@ class BackendPanel(Vertical):
                 f"\ngrid {dims(main.grid)}{fill}  block {dims(main.block)}"
                 f"\nsmem {fmt_bytes(main.shared_memory)}  regs {main.registers if main.registers is not None else '–'}"
             )
-        text.append(f"\n{len(state.kernels)} GPU activit{'y' if len(state.kernels) == 1 else 'ies'} per call:"
-                    if main.category != "cpu_op" else f"\n{len(state.kernels)} ops per call (self time):", style="dim")
-        ranked = sorted(state.kernels, key=lambda k: k.duration_us, reverse=True)
+        shown, untimed = state.shown_kernels, state.kernels_untimed
+        text.append(f"\n{len(shown)} GPU activit{'y' if len(shown) == 1 else 'ies'} per call"
+                    + (" (from the CUDA graph; times at the first profile):" if untimed else ":")
+                    if main.category != "cpu_op" else f"\n{len(shown)} ops per call (self time):", style="dim")
+        ranked = shown if untimed else sorted(shown, key=lambda k: k.duration_us, reverse=True)
         for kernel in ranked[:MAX_LISTED]:
-            text.append(f"\n{duration(kernel.duration_us):>10}  {kernel_short_names.short_name(kernel.name)}", style="dim")
+            time = "" if untimed else duration(kernel.duration_us)
+            text.append(f"\n{time:>10}  {kernel_short_names.short_name(kernel.name)}", style="dim")
         if len(ranked) > MAX_LISTED:
             text.append(f"\n{'':>10}  … {len(ranked) - MAX_LISTED} more", style="dim")
         text.no_wrap, text.overflow = True, "ellipsis"  # one line per fact; the full names are in exports
