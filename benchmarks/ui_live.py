@@ -4,8 +4,10 @@ Runs the real ``sdpa-tui`` in a real terminal (tmux), as a user would, and reads
 process's CPU time from /proc (the engine is a separate process and is not counted).
 
 - first number: any clock of any backend shows a value (issue 12: within 3 s of the first frame);
-- kernels named: every running backend's panel names its main kernel with its launch (``grid …``): from the
-  CUDA graph's nodes where ``cuda-bindings`` imports, else from the profiler's first burst;
+- kernels named: the engine sent every running backend's kernels (its ``all_graph_kernels`` phase: named from
+  the CUDA graph's nodes where ``cuda-bindings`` imports; else ``all_kernel_captures``, the profiler's first
+  bursts), on the command's time line. From the engine's clock, not read off the screen: a panel at 120x40 may
+  cut its launch line;
 - full panels: the dispatch panel names SDPA's pick, no backend is still waiting, and every
   running backend shows a kernel-clock value too (a profiler burst has been read; within 5 s).
 
@@ -43,7 +45,6 @@ NUMBER = r"\s+[\d.,]+ (µs|ms)"
 FIRST_SAMPLE = re.compile(rf"(eager|GPU/call|GPU){NUMBER}")
 KERNEL_NUMBER = re.compile(rf"kernel{NUMBER}")
 RUNNING = re.compile(r"● on ok")
-LAUNCH = re.compile(r"grid \d")
 
 
 def tmux(*args: str) -> str:
@@ -64,11 +65,6 @@ def full_panels(text: str) -> bool:
     running = len(RUNNING.findall(text))
     return ("SDPA picks" in text and "● on waiting" not in text and running > 0
             and len(KERNEL_NUMBER.findall(text)) >= running)
-
-
-def kernels_named(text: str) -> bool:
-    running = len(RUNNING.findall(text))
-    return running > 0 and len(LAUNCH.findall(text)) >= running
 
 
 def wait_for(done, start: float, timeout: float) -> float | None:
@@ -121,7 +117,6 @@ def main() -> int:
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
     first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
-    named = wait_for(kernels_named, start, 120) if args.device != "cpu" else None
     full = wait_for(full_panels, start, 120)
     time.sleep(2.0)  # let start-up work settle before measuring steady state
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
@@ -138,6 +133,8 @@ def main() -> int:
     leftover = subprocess.run(["pgrep", "-f", "sdpa-tui-engine|sdpa_tui.engine"], capture_output=True, text=True).stdout.split()
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     phases = engine_phases(startup_file, start)
+    ends = phases["phases_end_s"] if phases else {}
+    named = ends.get("all_graph_kernels", ends.get("all_kernel_captures")) if args.device != "cpu" else None
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),

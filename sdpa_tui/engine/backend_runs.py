@@ -78,6 +78,8 @@ class BackendRuns:
         if run.graph.kernels:  # the kernels' names at once; their times come with the profiler's first burst
             self.channel.send(GraphKernels(self.config.config_id, run.backend, run.graph.kernels, time.time()))
             self.startup.mark("graph_kernels")
+            if all(r.graph is not None and r.graph.kernels for r in self.runs.values()):
+                self.startup.mark("all_graph_kernels")
         if run.graph.method != "graph":
             self.channel.send(Log(f"{run.backend.value}: CUDA graph capture failed "
                                   f"({run.graph.capture_error}); timing with events"))

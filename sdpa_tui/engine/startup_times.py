@@ -32,6 +32,7 @@ PHASES = {
     "graph_capture_start": "the first CUDA graph capture begins (the pick's second slice)",
     "graph_capture": "the first CUDA graph captured",
     "graph_kernels": "the first backend's kernels named from its graph's nodes (no durations; needs cuda-bindings)",
+    "all_graph_kernels": "every running backend's kernels named from its graph's nodes (each panel names its kernels)",
     "all_kernel_captures": "every running backend had its first kernel capture (full panels)",
 }
 """Every phase name the engine marks, with what ends it (docs/gpu-measurements.md)."""
