@@ -12,7 +12,7 @@ from test_watch_cpu import ENV, PROGRAMS, ROOT, watch
 from sdpa_tui.core.call_signature import CallSignature
 from sdpa_tui.core.watch_report import merge
 from sdpa_tui.core.watched_calls import BackwardStats, CallStats, ProcessState
-from sdpa_tui.watch.tables import backend_cell, compiled_lines
+from sdpa_tui.watch.tables import backend_cell, backward_cell, compiled_lines, kernels_cell, time_cell
 
 BERT = dict(q_shape=(8, 16, 512, 64), kv_shape=(8, 16, 512, 64), dtype="torch.bfloat16", device="cuda:0",
             dropout_p=0.1, scale=0.125, grad=True)
@@ -40,6 +40,8 @@ def test_a_compiled_graph_given_a_mask_eager_code_does_not_pass_is_set_beside_it
     rows = _rows(_compiled(backend="MATH", decomposed=True), _eager())
     row = rows[True]
     assert row.decomposed and backend_cell(row) == "Math (compiled, decomposed)"
+    assert time_cell(row) == backward_cell(row) == "in the graph's kernels", "not 'not profiled yet': it never will be"
+    assert "decomposed" in kernels_cell(row)
     twin = row.eager_twin
     assert twin is not None and (twin.backend, twin.mask, twin.kernel_us, twin.backward_us) == (
         "CUDNN_ATTENTION", "none", 57.3, 107.2)

@@ -10,6 +10,9 @@ from ..core.stats import Summary
 from ..core.units import duration
 from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 
+DECOMPOSED = "in the graph's kernels"
+"""A compiled row whose MATH the compiler decomposed: its time is in the graph's own kernels, not separable."""
+
 
 def summary_cell(summary: Summary | None) -> str:
     if summary is None:
@@ -23,6 +26,8 @@ def time_cell(row: CallRow) -> str:
         return f"{duration(row.kernel_us.median)} kernels"
     if row.host_us is not None:
         return f"{duration(row.host_us.median)} cpu"
+    if row.decomposed:
+        return DECOMPOSED
     if row.signature.device.startswith("cuda"):
         return "not profiled yet"
     return "—"
@@ -31,7 +36,7 @@ def time_cell(row: CallRow) -> str:
 def backward_cell(row: CallRow) -> str:
     back = row.backward
     if back is None:
-        return "—" if not row.signature.grad else "not profiled yet"
+        return "—" if not row.signature.grad else DECOMPOSED if row.decomposed else "not profiled yet"
     label = backend_label(back.backend) if back.backend else "?"
     return f"{label} {duration(back.kernel_us.median)}" if back.kernel_us else label
 
@@ -99,6 +104,8 @@ def kernels_cell(row: CallRow, note: str = "") -> str:
     if row.kernels:
         names = list(dict.fromkeys(short_name(k) for k in row.kernels))
         return ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+    if row.decomposed:
+        return "the compiler's own (decomposed)"
     return note or ("not profiled yet" if row.signature.device.startswith("cuda") else "—")
 
 
