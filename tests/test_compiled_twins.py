@@ -60,6 +60,13 @@ def test_a_profiled_graph_backend_gets_the_measured_difference_per_call():
     assert "the graph's calls cost +40.7 µs forward each against eager's" in compiled_lines(row)
 
 
+def test_a_graph_not_profiled_yet_is_set_beside_its_twin_as_eager_would_pick_and_says_so():
+    row = _rows(_compiled(), _eager())[True]
+    assert row.eager_twin is not None and row.eager_twin.backend == "CUDNN_ATTENTION"
+    assert "this graph: mask bool [8, 1, 512, 512], Math (as eager picks for its arguments; not profiled yet)" \
+        in compiled_lines(row)
+
+
 def test_no_twin_from_other_modules_or_when_nothing_differs():
     other = _eager(modules=("BertModel:pooler.attention",))
     assert _rows(_compiled(backend="MATH", decomposed=True), other)[True].eager_twin is None

@@ -49,13 +49,6 @@ class EagerTwin:
         return {"backend": self.backend, "mask": self.mask, "kernel_us": self.kernel_us,
                 "backward_us": self.backward_us, "site": self.site}
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> "EagerTwin | None":
-        if not d:
-            return None
-        return cls(d.get("backend"), str(d.get("mask", "")), d.get("kernel_us"), d.get("backward_us"),
-                   str(d.get("site", "?")))
-
 
 def mask_words(signature: CallSignature) -> str:
     if signature.mask == "none":

@@ -79,7 +79,9 @@ def compiled_lines(row: CallRow) -> list[str]:
             return ""
         return f", {duration(fwd)} forward" + (f" + {duration(bwd)} backward" if bwd else "") + " a call"
 
-    graph = backend_label(graph_backend(row)) + (", decomposed" if row.decomposed else "")
+    graph = backend_label(graph_backend(row)) + (
+        ", decomposed" if row.decomposed else " (as eager picks for its arguments; not profiled yet)"
+        if row.backend is None else "")
     lines.append(f"eager calls of the same modules ({twin.site}): mask {twin.mask}, {backend_label(twin.backend)}"
                  f"{timed(twin.kernel_us, twin.backward_us)}")
     ours = None if row.decomposed or row.kernel_us is None else row.kernel_us.median
