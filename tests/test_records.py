@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
+from test_graph_kernels import graph_kernels
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.dispatch_env import CudnnLoaded, FlashImpl
@@ -20,6 +21,7 @@ from sdpa_tui.core.records import (
     EngineError,
     EngineHealth,
     Environment,
+    GraphKernels,
     KernelCapture,
     KernelInfo,
     Log,
@@ -69,6 +71,7 @@ RECORDS = [
     KernelCapture(7, Backend.CUDNN, CUDNN_KERNELS, (8.4,), None),
     KernelCapture(7, Backend.MATH, (KernelInfo("aten::bmm", 812.5, "cpu_op"),), (1_000.0,)),
     KernelCapture(7, Backend.EFFICIENT, (), ()),
+    GraphKernels(7, Backend.CUDNN, graph_kernels(Backend.CUDNN), 1_763_765_002.5),  # names, no times (the H100's)
     KernelCapture(7, Backend.MATH, (), (), None, 1_763_765_003.0, "the profiler process was killed by SIGKILL"),
     CaptureKernels(7, Workload(), Backend.CUDNN, 10, "/tmp/trace-CUDNN_ATTENTION.json"),
     EngineHealth(1_290.5, 0, 4242),
