@@ -81,7 +81,7 @@ def test_no_twin_from_other_modules_or_when_nothing_differs():
 def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it(tmp_path):
     """transformers' BERT trained eager, then compiled: the profiler finds SDPA ops only in the eager steps (MATH:
     dropout), none under the compiled graph, and watch says the graph's MATH is decomposed, named at a site
-    outside sdpa-tui, with both rows' counts exact."""
+    outside sdpa-tui, with both rows' counts exact; after the run the compiled call is measured alone."""
     program = (sys.executable, str(PROGRAMS / "compiled_mask.py"), "cpu", "float32", "3")
     reference = tmp_path / "profile.json"
     plain_out = subprocess.run(list(program), capture_output=True, text=True, timeout=400, cwd=ROOT, check=True,
@@ -89,7 +89,7 @@ def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it
     ops = json.loads(reference.read_text())
     assert {o["phase"] for o in ops} == {"eager"}, "no SDPA op under the compiled graph"
     assert {o["name"] for o in ops if o["phase"] == "eager"} == {"aten::_scaled_dot_product_attention_math"}
-    proc, report = watch(tmp_path, *program, timeout=400)
+    proc, report = watch(tmp_path, *program, timeout=400, advice=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == plain_out.strip()
     rows = {c["compiled"]: c for c in report["calls"]}
@@ -99,3 +99,8 @@ def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it
     assert compiled["count"] == eager["count"] == 2 * 3 and compiled["count_exact"]
     assert compiled["site"].startswith("transformers/integrations/sdpa_attention.py:")
     assert "no SDPA kernel runs" in proc.stdout.replace("\n", " ")
+    cost = compiled["advice"]["compiled_cost"]  # the call compiled alone after the run, against eager with its args
+    assert cost["clock"] == "host" and not cost["against_twin"]
+    assert cost["compiled_us"] > 0 and cost["eager_us"] > 0 and cost["compiled_fwd_bwd_us"] > cost["compiled_us"]
+    assert "measured alone after the run (host time" in " ".join(proc.stdout.split())
+    assert eager["advice"]["compiled_cost"] is None

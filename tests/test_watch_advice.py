@@ -7,7 +7,7 @@ import sys
 
 from test_watch_cpu import PROGRAMS, watch
 
-from sdpa_tui.core.advice import advise, priority_code, run_advice
+from sdpa_tui.core.advice import advise, priority_code, refused_backends, run_advice
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
 from sdpa_tui.core.session import Session
@@ -35,6 +35,23 @@ def test_a_faster_backend_beyond_noise_is_advised_with_its_saving_and_code():
     assert {a.backend for a in advice.alternatives} == {"MATH", "FLASH_ATTENTION"}
     run = run_advice([("q[1,4,1024,64]", 5, advice)])
     assert run.sdpa_us == 500.0 and run.saving_us == 300.0 and run.top[0]["to"] == "FLASH_ATTENTION"
+
+
+def test_a_backend_torch_refuses_for_the_call_itself_is_never_advised_however_fast_the_lab_found_it():
+    """A call with dropout on the CPU: the lab (no dropout) ran Flash faster, but torch refuses Flash for the call,
+    so a priority line could not make it run. Off by a flag only, it is advised."""
+    session = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98], Backend.FLASH: [40.0, 41, 39, 40, 42, 38]})
+    why_not = {"FLASH_ATTENTION": "Both fused kernels do not support non-zero dropout.",
+               "CUDNN_ATTENTION": "cuDNN has no CPU implementation (on the CPU, SDPA has a flash kernel and MATH)"}
+    refused = refused_backends(why_not)
+    assert set(refused) == {"FLASH_ATTENTION", "CUDNN_ATTENTION"}
+    advice = advise(session, "MATH", refused=refused)
+    assert advice.best is None and advice.saving_us_per_call is None
+    assert "Flash was faster in the lab, but torch refuses it for this call: Both fused kernels do not support " \
+           "non-zero dropout." in advice.note
+    flag_off = refused_backends({"FLASH_ATTENTION": "its flag is off at this call (sdpa_kernel, or "
+                                 "torch.backends.cuda.enable_flash_sdp(False))"})
+    assert flag_off == {} and advise(session, "MATH", refused=flag_off).best.backend == "FLASH_ATTENTION"
 
 
 def test_within_noise_there_is_no_advice():

@@ -21,13 +21,16 @@ from ..core.advice import (
     expand_kv_code,
     pad_head_dim_code,
     padded_head_dim,
+    refused_backends,
     run_advice,
 )
 from ..core.backends import ALL_BACKENDS
+from ..core.compiled_twins import cost_spec
 from ..core.session import Session
 from ..core.watch_lab import lab_workload
 from ..core.watch_report import WatchReport
 from ..core.workload import Workload, WorkloadError
+from ..engine.compiled_cost_client import measure_compiled
 from ..engine.headless import EngineFailed, measure_series
 
 SECONDS_PER_SIGNATURE = 1.0
@@ -90,9 +93,19 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             notes.append(f"the alternatives on {device} were not measured: {exc}")
         for i, (session, differences) in measured.items():
             row = report.rows[i]
-            advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()))
+            advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
+                               refused_backends(row.why_not))
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)
+                spec = cost_spec(row, row.eager_twin)
+                if spec is not None:
+                    say(f"sdpa-tui watch: compiling {row.signature.describe()} alone to measure it")
+                    cost, why = measure_compiled(spec, TIMEOUT_PER_SIGNATURE_S)
+                    if cost is not None:
+                        cost.against_twin = row.eager_twin is not None
+                        advice[i] = replace(advice[i], compiled_cost=cost)
+                    else:
+                        notes.append(f"{row.signature.describe()} [compiled]: not measured alone: {why}")
     report.advice = advice
     report.run_advice = run_advice(
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)

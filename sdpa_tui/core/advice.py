@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .backends import ALL_BACKENDS, Backend
+from .compiled_twins import CompiledCost
 from .faster import beats
 from .session import BackendRow, Session
 from .stats import Summary
@@ -57,6 +58,7 @@ class SignatureAdvice:
     measured_as: str = ""  # the lab's workload
     differences: tuple[str, ...] = ()  # what the lab does differently from the call
     note: str = ""  # why there is no advice, where there is none
+    compiled_cost: CompiledCost | None = None  # a compiled call measured alone against its eager call
 
     @property
     def saving_us_per_call(self) -> float | None:
@@ -70,7 +72,8 @@ class SignatureAdvice:
                 "clock": self.clock, "current_us": self.current_us, "best": self.best.to_dict() if self.best else None,
                 "best_us": self.best_us, "saving_us_per_call": saving,
                 "saving_us": None if saving is None else saving * count, "measured_as": self.measured_as,
-                "differences": list(self.differences), "note": self.note or None}
+                "differences": list(self.differences), "note": self.note or None,
+                "compiled_cost": self.compiled_cost.to_dict() if self.compiled_cost else None}
 
 
 def priority_code(best: Backend, order: Sequence[str]) -> str:
@@ -133,10 +136,19 @@ def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
                        exact=rewrite.exact), row
 
 
+def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
+    """The backends torch refuses for a call's own arguments (dropout on the CPU, a mask Flash cannot take...), with
+    torch's reason: not those off by a flag or behind another in the order. Changing the order cannot make them run,
+    so they are never advised, however fast the lab (which may differ from the call) measured them."""
+    return {b: r for b, r in why_not.items() if not r.startswith(("eligible", "its flag is off"))}
+
+
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
-           differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = ()) -> SignatureAdvice:
+           differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
+           refused: dict[str, str] | None = None) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
-    rewrite's)."""
+    rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`)."""
+    refused = refused or {}
     rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
     clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
     backends = tuple(
@@ -153,13 +165,18 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         return SignatureAdvice(alternatives, current, clock, None,
                                note=f"{current or 'its backend'} did not run in the lab at this shape", **common)
     ours = _summary(now, clock)
-    candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends if a.backend != current]
+    candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
+                  if a.backend != current and a.backend not in refused]
     candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
     winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
     current_us = ours.median if ours else None
     if not winners:
-        return SignatureAdvice(alternatives, current, clock, current_us,
-                               note="nothing measured here is faster beyond noise", **common)
+        faster = [b for b, r in rows.items() if b.value in refused and ours and (s := _summary(r, clock))
+                  and beats(s, ours)]
+        note = "nothing measured here is faster beyond noise" + "".join(
+            f"; {b.label} was faster in the lab, but torch refuses it for this call: {refused[b.value]}"
+            for b in faster)
+        return SignatureAdvice(alternatives, current, clock, current_us, note=note, **common)
     best_us, index = winners[0]
     return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, **common)
 

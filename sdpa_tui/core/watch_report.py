@@ -88,6 +88,7 @@ class CallRow:
     rank_note: str = ""  # a rank that ran another backend or whose time is off the others'
     decomposed: bool = False  # compiled: MATH chosen at the trace, run as the compiler's own ops (no SDPA kernel)
     eager_twin: EagerTwin | None = None  # compiled: eager calls of the same modules with another backend or mask
+    mask_strides: tuple[int, ...] | None = None  # compiled: the mask's strides in the graph
 
     @property
     def backward_us(self) -> float | None:
@@ -172,6 +173,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
+            mask_strides=first.mask_strides,
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)

@@ -112,10 +112,12 @@ class CallStats:
     mask_causal: bool = False  # the first call's mask was exactly causal (is_causal=True would do the same)
     check: OutputCheck = field(default_factory=OutputCheck)
     decomposed: bool = False  # compiled rows: SDPA chose MATH at the trace, the compiler runs it as its own ops
+    mask_strides: tuple[int, ...] | None = None  # compiled rows: the mask's strides in the graph (0: expanded)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
+            "mask_strides": None if self.mask_strides is None else list(self.mask_strides),
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
             "why_not": dict(self.why_not), "kernel_us": list(self.kernel_us), "host_us": list(self.host_us),
@@ -139,6 +141,7 @@ class CallStats:
             count_exact=bool(d.get("count_exact", True)), compiled_fn=str(d.get("compiled_fn", "")),
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
             check=OutputCheck.from_dict(d.get("check")), decomposed=bool(d.get("decomposed", False)),
+            mask_strides=None if d.get("mask_strides") is None else tuple(int(x) for x in d["mask_strides"]),
         )
 
 

@@ -31,7 +31,7 @@ MAX_BURSTS = 200
 IDLE_EXIT_S = 120.0
 """The process leaves by itself after this long without a request (the engine may be paused
 or gone); the client starts a new one rather than reuse one idle for 5/6 of it."""
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class ProfilerFailed(RuntimeError):
@@ -84,7 +84,7 @@ class ProfilerClient:
         command = [sys.executable, "-m", "sdpa_tui.engine.profiler_process", str(theirs.fileno()), self.device,
                    "--idle-exit-s", str(self.idle_exit_s)]
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
         out = self.output.fileno()
         try:
             self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,

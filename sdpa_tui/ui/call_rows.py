@@ -10,6 +10,7 @@ import os
 from ..core.advice import SignatureAdvice
 from ..core.backends import ALL_BACKENDS
 from ..core.call_signature import dtype_name
+from ..core.compiled_twins import cost_lines
 from ..core.kernel_short_names import short_name
 from ..core.units import duration
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
@@ -104,6 +105,8 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
     elif advice.note:
         lines.append(f"best    {advice.note}")
     lines += [f"note    {d}" for d in advice.differences]
+    if advice.compiled_cost is not None:
+        lines += cost_lines(advice.compiled_cost)
     return lines
 
 

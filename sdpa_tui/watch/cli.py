@@ -82,6 +82,7 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
 def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None) -> int:
     from rich.console import Console
 
+    from ..core.compiled_twins import cost_lines
     from .tables import calls_table, compiled_lines, footnotes, why_not_lines
 
     watched.start()
@@ -94,12 +95,16 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
         advisor(report)
     console = Console(stderr=False)
     console.print(calls_table(report))
-    for row in report.rows:
+    for i, row in enumerate(report.rows):
         console.print(f"[bold]{row.signature.describe()}[/] at {row.site}: chose {row.backend or 'none'}")
         for line in why_not_lines(row):
             console.print(f"  why not {line}")
         for line in compiled_lines(row):
             console.print(f"  {line}")
+        advice = report.advice[i] if i < len(report.advice) else None
+        if advice is not None and advice.compiled_cost is not None:
+            for line in cost_lines(advice.compiled_cost):
+                console.print(f"  {line}")
     for line in footnotes(report):
         console.print(line)
     if report.error:

@@ -123,6 +123,12 @@ def graph_calls(gm, flags: tuple[str, ...], priority: tuple[str, ...]) -> list[G
     return found
 
 
+def mask_strides(call: GraphCall) -> tuple[int, ...] | None:
+    """The mask's strides as the graph has them (an expanded mask has a stride of 0), or None without a mask."""
+    mask = call.args[3]
+    return _ints(mask.stride()) if isinstance(mask, torch.Tensor) else None
+
+
 def eager_choice(call: GraphCall) -> tuple[str | None, str, dict[str, str]]:
     """What eager SDPA picks for the same arguments (and why not the others), asked on empty tensors."""
     def real(t):
@@ -202,7 +208,8 @@ def watch_graphs(probe: "GraphProbe") -> None:
             stats = CallStats(call.signature, site=call.site, module=call.modules[0] if call.modules else None,
                               backend="MATH" if decomposed else None, choice_error=error, why_not=reasons,
                               modules=list(call.modules), compiled=True, compiled_fn=call.function,
-                              eager_backend=eager, decomposed=decomposed, check=OutputCheck(note=COMPILED_NOT_CHECKED))
+                              eager_backend=eager, decomposed=decomposed, check=OutputCheck(note=COMPILED_NOT_CHECKED),
+                              mask_strides=mask_strides(call))
             entry = probe.sink.add(stats, call.signature.device.startswith("cuda"))
             entry.wanted = entry.wanted and not decomposed  # no op of its own will ever be under the graph
             entries.append(entry)
