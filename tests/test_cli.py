@@ -108,7 +108,7 @@ def test_the_engine_memory_allowance_reaches_the_engine():
     for argv, expected in ((["--engine-memory-mib", "0"], 0.0), ([], 1024.0)):
         args, workload, backends = cli.parse(argv)
         app = make_app(workload, backends, "cpu", engine_memory_mib=args.engine_memory_mib)
-        assert app._configure_record().recycle_growth_mib == expected
+        assert app.controller.configure_record().recycle_growth_mib == expected
 
 
 def test_report_options_build_the_workload():

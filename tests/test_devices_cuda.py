@@ -47,7 +47,7 @@ async def test_live_side_by_side_measures_every_gpu() -> None:
     async with app.run_test(size=(120, 40)):
         sessions: dict = {}
         for _ in range(720):  # up to 3 minutes: every engine imports torch and warms up
-            sessions = {**getattr(app, "sessions_by_gpu", {}), app.watched_gpu: app.session}
+            sessions = {**app.controller.sessions_by_gpu, app.watched_gpu: app.session}
             if app.host_gpus and all(i in sessions and sessions[i].dispatch for i in devices):
                 break
             await asyncio.sleep(0.25)

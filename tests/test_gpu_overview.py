@@ -98,7 +98,7 @@ async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> No
         await settle(pilot, until=lambda: len(engine.switched_to) == 2)
         assert engine.switched_to == ["cuda:2", "cuda:0"]
         assert app.session is first and first.backends[Backend.CUDNN].gpu.summary() is not None
-        assert app.sessions_by_gpu[2] is on_two
+        assert app.controller.sessions_by_gpu[2] is on_two
 
 
 async def test_g_follows_cuda_visible_devices(monkeypatch) -> None:
@@ -226,11 +226,11 @@ async def test_a_flag_change_reaches_every_gpu(monkeypatch) -> None:
         await pilot.press("c")  # cuDNN off: one Configure for both engines
         await settle(pilot, until=lambda: Backend.CUDNN not in engine.config.enabled)
         engine.feed_gpu(app, 1)
-        await settle(pilot, until=lambda: 1 in app.sessions_by_gpu
-                     and app.sessions_by_gpu[1].dispatch is not None
-                     and app.sessions_by_gpu[1].dispatch.choice is Backend.FLASH)
-        assert app.sessions_by_gpu[1].config_id == app.session.config_id
-        assert Backend.CUDNN not in app.sessions_by_gpu[1].enabled
+        await settle(pilot, until=lambda: 1 in app.controller.sessions_by_gpu
+                     and app.controller.sessions_by_gpu[1].dispatch is not None
+                     and app.controller.sessions_by_gpu[1].dispatch.choice is Backend.FLASH)
+        assert app.controller.sessions_by_gpu[1].config_id == app.session.config_id
+        assert Backend.CUDNN not in app.controller.sessions_by_gpu[1].enabled
 
 
 def test_eight_gpus_side_by_side_at_120x40(snap_compare, monkeypatch, frozen_clock) -> None:

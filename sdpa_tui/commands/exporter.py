@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from ..core.backends import Backend
-from ..core.engine_commands import Configure
+from ..core.lab_controller import LabController
 from ..core.records import Ready
 from ..core.session import Session
 from ..core.workload import Workload
@@ -29,10 +29,6 @@ from ..telemetry.gpu_poller import GpuPoller
 from ..telemetry.snapshot import GpuSnapshot
 
 NVML_INTERVAL_S = 1.0
-SAMPLE_INTERVAL_S = 0.25
-PROFILE_EVERY_S = 5.0
-PROFILE_EVERY_MAX_S = 60.0
-"""As in the live monitor: four samples a second per backend, kernel bursts backing off to one a minute."""
 
 
 class Exporter:
@@ -46,12 +42,8 @@ class Exporter:
         self.metrics = LatestMetrics(device)
         self.gpu: GpuSnapshot | None = None
         self._lock = threading.Lock()
-        self._config = Configure(
-            self.session.next_config_id(), workload, backends,
-            profile_every_s=PROFILE_EVERY_S, profile_every_max_s=PROFILE_EVERY_MAX_S,
-            sample_interval_s=SAMPLE_INTERVAL_S, recycle_growth_mib=engine_memory_mib,
-            legacy_api=legacy_api, priority=priority,
-        )
+        # as the live monitor configures its engine: four samples a second, kernel bursts backing off to a minute
+        self._config = LabController(self.session, priority, engine_memory_mib).configure_record()
         self.engine = EngineSupervisor(device, on_records=self._on_records, on_event=self._on_event)
         self._poller: GpuPoller | None = None
         self.metrics.publish(self.session, None)

@@ -19,9 +19,10 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..core.backends import ALL_BACKENDS, Backend
-from ..core.engine_commands import ENGINE_MEMORY_MIB, CaptureTraces
+from ..core.backends import ALL_BACKENDS
+from ..core.engine_commands import CaptureTraces
 from ..core.engine_handle import EngineHandle
+from ..core.lab_controller import LabController
 from ..core.session import Session
 from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.snapshot import GpuSnapshot
@@ -96,25 +97,31 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
         gpu_source: Callable[[Callable[[GpuSnapshot], None]], Any] | None = None,
         export_dir: str = "sdpa-tui-exports",
         device: str = "auto",
+        controller: LabController | None = None,
     ) -> None:
         super().__init__()
         self.device = device
-        self.session = session
+        self.controller = controller or LabController(session)  # flags, priority, legacy, pause, sessions per GPU
         self.engine: EngineHandle = engine  # type: ignore[assignment]  # None only until launch sets it
         self.gpu_source = gpu_source
         self.export_dir = export_dir
         self.gpu: GpuSnapshot | None = None
-        self.paused = False
         self.engine_state = "engine starting (importing torch)…"
         self.snapshots = SnapshotFlow(self)
-        self.flags: set[Backend] = set(session.enabled)  # what the user switched on
-        self.priority: tuple[Backend, ...] = ()  # a custom dispatch order; () is torch's
-        self.recycle_growth_mib = ENGINE_MEMORY_MIB  # replace the engine once it grew this much
         self._poller: Any = None
         self._dirty = True
         self._request_id = 0
         self.host_pressure: float | None = None  # % of the last 10 s some task waited for a CPU
         self.host_pressure_source: Callable[[], float | None] | None = None  # make_app: the kernel's PSI
+
+    @property
+    def session(self) -> Session:
+        """The shown GPU's session (the controller holds every GPU's)."""
+        return self.controller.session
+
+    @property
+    def paused(self) -> bool:
+        return self.controller.paused
 
     # -- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -132,7 +139,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
 
     def on_mount(self) -> None:
         self.engine.start()
-        self.engine.configure(self._configure_record())
+        self.engine.configure(self.controller.configure_record())
         if self.gpu_source is not None:
             self._poller = self.gpu_source(lambda snap: self.post_message(GpuUpdate(snap)))
         self.set_interval(REDRAW_INTERVAL_S, self._redraw_if_dirty)
@@ -208,8 +215,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
 
     # -- actions (the flag, priority and workload keys are in ConfigurationKeys) -----------
     def action_pause(self) -> None:
-        self.paused = not self.paused
-        self.engine.set_paused(self.paused)
+        self.engine.set_paused(self.controller.toggle_pause())
         env = self.session.environment
         left_alone = "the CPU" if env is not None and env.is_cpu else "the GPU"
         self.status(f"paused: {left_alone} is left alone" if self.paused else "measuring again")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.engine_handle import EngineHandle, EnginesPerGpu
 from ..core.gpu_compare import GpuResult, result_from_session
+from ..core.lab_controller import LabController
 from ..core.session import Session
 from ..device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
@@ -31,9 +32,11 @@ TABLE_REDRAW_S = 0.5
 
 
 class GpuSwitching:
-    """Mixin for the app: ``host_gpus``, ``watched_gpu``, ``sessions_by_gpu`` and the ``g`` action."""
+    """Mixin for the app: ``host_gpus``, ``watched_gpu`` and the ``g`` action (every GPU's session is the
+    controller's)."""
 
     # set by the app
+    controller: LabController
     engine: EngineHandle
     device: str
     session: Session
@@ -62,7 +65,6 @@ class GpuSwitching:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.host_gpus: HostGpus | None = None
-        self.sessions_by_gpu: dict[int, Session] = {}
         self._gpus_redraw_pending = False
         self._visible_gpus: VisibleGpus | None = None
 
@@ -98,7 +100,7 @@ class GpuSwitching:
     def _show_gpus(self) -> None:
         results = None
         if self.side_by_side:
-            sessions = {**self.sessions_by_gpu, self.watched_gpu: self.session}
+            sessions = {**self.controller.sessions_by_gpu, self.watched_gpu: self.session}
             results = tuple(result_from_session(i, sessions[i]) if i in sessions else GpuResult(i, note="starting")
                             for i in self.engine.devices)
         self.main_screen.query_one(GpuOverview).show(self.host_gpus, self.watched_gpu, self.measuring_gpus, results)
@@ -108,7 +110,7 @@ class GpuSwitching:
         if message.index == self.watched_gpu:
             self.on_engine_records(EngineRecords(message.records))
         else:
-            session = self._session_of(message.index)
+            session = self.controller.session_of(message.index)
             for record in message.records:
                 session.apply(record)
         if not self._gpus_redraw_pending:  # at most one table redraw per interval
@@ -122,21 +124,6 @@ class GpuSwitching:
     def on_device_event(self, message: DeviceEvent) -> None:
         if message.index == self.watched_gpu:
             self.on_engine_event(EngineEvent(message.event))
-
-    def _session_of(self, index: int) -> Session:
-        """GPU ``index``'s session, following the shown one's workload, flags and config id."""
-        session = self.sessions_by_gpu.get(index)
-        if session is None:
-            session = self.sessions_by_gpu[index] = Session(self.session.workload, self.session.enabled)
-        current = self.session
-        if session is not current and session.config_id != current.config_id:
-            session.legacy_api = current.legacy_api
-            session.set_workload(current.workload)
-            if session.enabled != current.enabled:
-                session.set_enabled(current.enabled)
-            session.config_id = current.config_id
-            session.dispatch = None
-        return session
 
     def action_choose_gpu(self) -> None:
         host = self.host_gpus
@@ -159,17 +146,8 @@ class GpuSwitching:
         except DeviceError as exc:
             self.status(f"cannot measure there: {exc}", error=True)
             return
-        old, previous = self.session, self.watched_gpu
-        if previous is not None:
-            self.sessions_by_gpu[previous] = old
-        new = self.sessions_by_gpu.get(index) or Session(old.workload, old.enabled)
-        new.legacy_api = old.legacy_api
-        new.config_id = max(new.config_id, old.config_id)  # records in flight for the old GPU are ignored
-        if new.workload != old.workload:
-            new.set_workload(old.workload)
-        new.set_enabled(old.enabled)
-        new.dispatch = None
-        self.session = new
+        previous = self.watched_gpu
+        self.controller.move(index, previous)
         self.device = device
         self.gpu = self.host_gpus.get(index) if self.host_gpus else None
         self.engine.switch_device(self.device)
@@ -186,9 +164,8 @@ class GpuSwitching:
             measured = ",".join(map(str, self.engine.devices))
             self.status(f"GPU {index} is not measured: start with --devices including it (now {measured})", error=True)
             return
-        new = self._session_of(index)
-        self.sessions_by_gpu[self.watched_gpu] = self.session
-        self.session = new
+        self.controller.show(index, self.watched_gpu)
+        new = self.session
         self.device = self.engine.cuda_devices[index]
         self.gpu = self.host_gpus.get(index) if self.host_gpus else None
         self.engine.switch_device(self.device)

@@ -35,6 +35,7 @@ from multiprocessing import resource_tracker
 
 from ..core.backends import Backend
 from ..core.engine_commands import ENGINE_MEMORY_MIB
+from ..core.lab_controller import LabController
 from ..core.session import Session
 from ..core.workload import Workload
 from ..device_choice import find_gpus
@@ -79,10 +80,10 @@ def make_app(
     if devices:
         engines_see = find_gpus()  # once, for the first GPU and every engine
         device = engine_device(devices[0], engines_see)
-    app = (app_class or LiveApp)(session, engine=None, gpu_source=None, export_dir=export_dir, device=device)
+    controller = LabController(session, priority, engine_memory_mib)
+    app = (app_class or LiveApp)(session, engine=None, gpu_source=None, export_dir=export_dir, device=device,
+                                 controller=controller)
     app.gpu_source = host_gpu_source(app)
-    app.priority = priority
-    app.recycle_growth_mib = engine_memory_mib
     app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
     if devices:  # one engine per GPU, side by side
         app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),

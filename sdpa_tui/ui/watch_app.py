@@ -167,7 +167,7 @@ class WatchApp(LiveApp):
         device = row.signature.device.split(":")[0]
         if env is not None and (device == "cpu") != env.is_cpu:
             differences.append(f"the call ran on {row.signature.device}; the lab measures on {'the CPU' if env.is_cpu else 'the GPU'}")
-        if set(row.signature.flags) != {b.value for b in self.flags} and row.signature.flags:
+        if set(row.signature.flags) != {b.value for b in self.controller.flags} and row.signature.flags:
             differences.append("the call ran with other flags in force (see its row); the lab keeps its own")
         self.show_lab()
         self.set_workload(workload)
