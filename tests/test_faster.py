@@ -24,6 +24,7 @@ from sdpa_tui.core.faster import (
     faster_than_pick,
     how_to,
 )
+from sdpa_tui.core.report_model import ReportModel
 from sdpa_tui.core.stats import Summary
 from sdpa_tui.core.sweep_findings import pick_findings
 from sdpa_tui.core.sweep_points import Sweep
@@ -192,7 +193,7 @@ def test_snapshot_and_report_md_carry_it_and_version_1_is_still_read(tmp_path):
 def test_faster_lines_say_nothing_while_the_pick_is_unmeasured():
     session = session_from(H100_SMALL, FLASH_FIRST)
     session.backends[F].status = "waiting"
-    assert faster_lines(session) == [] and session.faster() == ()
+    assert faster_lines(ReportModel.of(session)) == [] and session.faster() == ()
 
 
 # ------------------------------------------------------------------ sweep

@@ -7,6 +7,7 @@ import pytest
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.records import Accuracy, BackendStatus
+from sdpa_tui.core.report_model import ReportModel
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.exports.comparison import backend_dict
@@ -54,7 +55,7 @@ def test_the_reports_text_gives_each_backends_gradient_errors_and_names_a_nan():
     session.apply(BackendStatus(0, Backend.CUDNN, "ok"))
     session.apply(Accuracy(0, Backend.CUDNN, 1e-3, 1e-3, "", (float("nan"), 1e-3, 1e-3), (float("nan"), 1e-3, 2e-3),
                            ("dq",)))
-    lines = context_lines(session)
+    lines = context_lines(ReportModel.of(session))
     assert "gradients, max |grad - ref| / max |ref| for dq, dk, dv: cuDNN nan/1.0e-03/2.0e-03" in lines
     assert "cuDNN: NaN or Inf in dq" in lines
-    assert not any(line.startswith("gradients") for line in context_lines(Session(Workload())))
+    assert not any(line.startswith("gradients") for line in context_lines(ReportModel.of(Session(Workload()))))

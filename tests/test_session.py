@@ -19,6 +19,7 @@ from sdpa_tui.core.records import (
     Ready,
     Sample,
 )
+from sdpa_tui.core.report_model import ReportModel
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 
@@ -330,7 +331,7 @@ def test_a_share_of_peak_above_100_percent_is_left_out_and_said():
     assert rows[Backend.FLASH].pct_of_peak is None and rows[Backend.CUDNN].pct_of_peak is None
     assert 0 < rows[Backend.MATH].pct_of_peak <= 100
     assert all(r.pct_of_peak is None or r.pct_of_peak <= 100 for r in rows.values())
-    said = [line for line in context_lines(session) if "left out" in line]
+    said = [line for line in context_lines(ReportModel.of(session)) if "left out" in line]
     assert said and "Flash" in said[0] and "cuDNN" in said[0] and "Math" not in said[0]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from .. import __version__
 from ..core.backends import Backend
 from ..core.faster import describe, how_to
+from ..core.report_model import ReportModel
 from ..core.session import BackendRow, Session
 from ..core.stats import Summary
 from ..core.status import Status
@@ -49,10 +50,11 @@ def status_text(row: BackendRow) -> str:
     return f"{text}: {row.reason}" if row.reason and row.status != Status.DISABLED else text
 
 
-def verdicts(session: Session) -> dict[Backend, list[str]]:
+def verdicts(model: ReportModel) -> dict[Backend, list[str]]:
     """What each backend is best at here, derived from the measurements: fastest, leanest, SDPA's pick."""
-    rows = [r for r in session.rows() if r.status == Status.OK]
-    notes: dict[Backend, list[str]] = {r.backend: [] for r in session.rows()}
+    session = model.session
+    rows = [r for r in model.rows if r.status == Status.OK]
+    notes: dict[Backend, list[str]] = {r.backend: [] for r in model.rows}
 
     def best(key, label: str) -> None:
         candidates = [r for r in rows if key(r) is not None]
@@ -79,12 +81,13 @@ def how_to_get(session: Session, faster) -> tuple[str, str]:
     return how_to(faster, d.choice, in_order)
 
 
-def faster_lines(session: Session) -> list[str]:
+def faster_lines(model: ReportModel) -> list[str]:
     """Whether SDPA's pick is the fastest here, in words; how to get a faster one. [] when unknown."""
+    session = model.session
     d = session.dispatch
     if d is None or d.choice is None or session.backends[d.choice].status != Status.OK:
         return []
-    faster = session.faster()
+    faster = model.faster
     if not faster:
         measured = [s for b, s in session.backends.items() if b != d.choice and s.enabled and s.status == Status.OK]
         if not measured:
@@ -133,11 +136,11 @@ def backend_dict(row: BackendRow) -> dict[str, Any]:
 
 def report_dict(session: Session) -> dict[str, Any]:
     """The document ``report --json`` writes (and snapshots extend)."""
+    model = ReportModel.of(session)
     env = session.environment
     dispatch = session.dispatch
-    rows = session.rows()
+    rows, faster = model.rows, model.faster
     picked = next((r for r in rows if dispatch and r.backend == dispatch.choice), None)
-    faster = session.faster()
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "sdpa-tui", "version": __version__},
@@ -160,7 +163,7 @@ def report_dict(session: Session) -> dict[str, Any]:
             "faster": [f.to_dict() for f in faster],
             "faster_how_to": list(how_to_get(session, faster)) if faster else [],
         },
-        "verdicts": {b.value: v for b, v in verdicts(session).items()},
+        "verdicts": {b.value: v for b, v in verdicts(model).items()},
         "engine_errors": list(session.errors),
         "incomplete": session.incomplete or None,
         "startup": startup_dict(session),

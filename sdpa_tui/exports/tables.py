@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.records import Environment
+from ..core.report_model import ReportModel
 from ..core.session import BackendRow, Session
 from ..core.status import Status
 from .comparison import STATUS_TEXT, faster_lines, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
@@ -81,30 +82,31 @@ def dispatch_line(session: Session) -> str:
     return f"dispatch with flags [{flags}]: SDPA picks {d.choice.value} (priority {order})"
 
 
-def context_lines(session: Session) -> list[str]:
+def context_lines(model: ReportModel) -> list[str]:
     """What the numbers are measured against, and how the flags were applied."""
+    session, rows = model.session, model.rows
     lines = []
     peak = session.peaks.get(session.workload.dtype)
     if peak is not None:
         value = f"{fmt_tflops(peak.tflops)} TFLOP/s" if peak.tflops else "n/a"
         lines.append(f"% of peak: against {value} measured on this device ({peak.detail})")
-        above = [r.backend.label for r in session.rows() if r.tflops and peak.tflops and r.tflops > peak.tflops]
+        above = [r.backend.label for r in rows if r.tflops and peak.tflops and r.tflops > peak.tflops]
         if above:
             lines.append(f"% of peak left out for {', '.join(above)}: faster than that matmul, so it is no ceiling here")
     d = session.dispatch
     if d is not None and d.note:
         lines.append(d.note)
-    accuracy = {r.backend: r for r in session.rows() if r.max_rel_error is not None}
+    accuracy = {r.backend: r for r in rows if r.max_rel_error is not None}
     if accuracy:
         lines.append("err: max |out - ref| / max |ref| of the forward output, ref = float64 MATH on the same inputs")
-    grads = [r for r in session.rows() if r.grad_max_rel]
+    grads = [r for r in rows if r.grad_max_rel]
     if grads:
         lines.append("gradients, max |grad - ref| / max |ref| for dq, dk, dv: " + " · ".join(
             f"{r.backend.label} {'/'.join(f'{e:.1e}' for e in r.grad_max_rel)}" for r in grads))
-    for row in session.rows():
+    for row in rows:
         if row.nonfinite:
             lines.append(f"{row.backend.label}: NaN or Inf in {', '.join(row.nonfinite)}")
-    for row in session.rows():
+    for row in rows:
         if row.status == Status.DISABLED and row.eligibility:
             could = "could run this workload" if row.eligibility == "ok" else f"could not run it: {row.eligibility_reason}"
             lines.append(f"{row.backend.label}: flag off; {could}")
@@ -173,8 +175,9 @@ def rich_report(session: Session, width: int = 160) -> Group:
     Numbers are never shortened: the main kernel column shrinks to what they leave, and when
     that is too little to read, the main kernels move under the table.
     """
-    notes = verdicts(session)
-    rows = session.rows()
+    model = ReportModel.of(session)
+    notes = verdicts(model)
+    rows = list(model.rows)
     table = _terminal_table(session, rows, notes, KERNEL_COLUMN_MAX)
     excess = _table_width(table, width) - width
     wide = True
@@ -193,8 +196,8 @@ def rich_report(session: Session, width: int = 160) -> Group:
     lines: list = [Text(environment_line(session.environment)),
                    Text(dispatch_env_line(session.environment), style="yellow" if env_notes else "dim"),
                    table, Text(dispatch_line(session))]
-    faster_style = "bold yellow" if session.faster() else ""
-    lines += [Text(line, style=faster_style) for line in faster_lines(session)]
+    faster_style = "bold yellow" if model.faster else ""
+    lines += [Text(line, style=faster_style) for line in faster_lines(model)]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
     for row in rows:
@@ -203,14 +206,15 @@ def rich_report(session: Session, width: int = 160) -> Group:
     best = [f"{b.label}: {', '.join(n)}" for b, n in notes.items() if n]
     if best:
         lines.append(Text("best at: " + " · ".join(best)))
-    lines += [Text(line, style="dim") for line in context_lines(session)]
+    lines += [Text(line, style="dim") for line in context_lines(model)]
     if session.environment and session.environment.notes:
         lines.append(Text("; ".join(session.environment.notes), style="yellow"))
     return Group(*lines)
 
 
 def markdown_report(session: Session) -> str:
-    notes = verdicts(session)
+    model = ReportModel.of(session)
+    notes = verdicts(model)
     out = [
         f"# SDPA backends · {session.workload.describe()}",
         "",
@@ -221,14 +225,14 @@ def markdown_report(session: Session) -> str:
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "|".join("---:" if 2 < i < len(COLUMNS) - 1 else "---" for i in range(len(COLUMNS))) + "|",
     ]
-    for row in session.rows():
+    for row in model.rows:
         cells = [c.replace("|", "\\|") for c in row_cells(row, notes[row.backend])]
         cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", dispatch_line(session), ""]
-    lines, named = faster_lines(session), len(session.faster())
+    lines, named = faster_lines(model), len(model.faster)
     out += [f"**{line}**" if i < named else line for i, line in enumerate(lines)] + ([""] if lines else [])
-    out += [f"- {line}" for line in context_lines(session)] + [""]
+    out += [f"- {line}" for line in context_lines(model)] + [""]
     out += [
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
         "*GPU/call* is device time per call from CUDA graph replay (no host launch overhead); "

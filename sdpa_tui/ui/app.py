@@ -23,6 +23,7 @@ from ..core.backends import ALL_BACKENDS
 from ..core.engine_commands import CaptureTraces
 from ..core.engine_handle import EngineHandle
 from ..core.lab_controller import LabController
+from ..core.report_model import ReportModel
 from ..core.session import Session
 from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.snapshot import GpuSnapshot
@@ -201,11 +202,12 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
         self.main_screen.query_one(EnvironmentHeader).show(env, self.session.workload, self.engine_state, self.paused,
                                                            disturbance_note(self.host_pressure, cpu or env is None))
         pick = self.session.dispatch.choice if self.session.dispatch else None
-        rows = {row.backend: row for row in self.session.rows()}
+        model = ReportModel.of(self.session)  # one reading of the session for every panel of this drawing
+        rows = {row.backend: row for row in model.rows}
         compact = self.main_screen.has_class("-compact")
         for panel in self.main_screen.query(BackendPanel):
             panel.show(self.session, rows[panel.backend], panel.backend == pick, cpu, compact)
-        self.main_screen.query_one(DispatchPanel).show(self.session)
+        self.main_screen.query_one(DispatchPanel).show(model)
         self.main_screen.query_one(GpuPanel).show(self.gpu, cpu, self.session.engine_busy.share())
 
     def status(self, text: str, error: bool = False) -> None:

@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from ...core.backends import ALL_BACKENDS, Backend
 from ...core.faster import CLOCK_LABEL, Faster
+from ...core.report_model import ReportModel
 from ...core.session import Session
 from ...core.units import duration
 
@@ -82,9 +83,10 @@ class DispatchPanel(Static):
     def on_mount(self) -> None:
         self.border_title = "Dispatch"
 
-    def show(self, session: Session) -> None:
+    def show(self, model: ReportModel) -> None:
+        session = model.session
         d = session.dispatch
-        faster = session.faster()
+        faster = model.faster
         width = self.content_region.width or self.size.width
         key = (d, session.enabled, session.legacy_api, faster, width, tuple(s.version for s in session.backends.values()))
         if key == self._shown:
