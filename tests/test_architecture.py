@@ -34,6 +34,19 @@ def test_ruff_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+TYPE_CHECKED = ["sdpa_tui/core", *(f"sdpa_tui/engine/{name}.py" for name in (
+    "client", "supervisor", "device_engines", "headless", "channel", "profiler_client", "compiled_cost_client"))]
+"""The core (records, engine commands, the wire format, the EngineHandle Protocol, the lab controller, the report
+models) and the engine's host side, which the UI and the commands call across the process seam."""
+
+
+def test_mypy_finds_nothing_in_the_core_and_the_engines_host_side(tmp_path):
+    """Their types are checked (``[tool.mypy]`` in pyproject.toml)."""
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), *TYPE_CHECKED],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 UI_SIDE_MODULES = [
     "sdpa_tui",
     "sdpa_tui.cli",

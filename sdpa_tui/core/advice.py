@@ -136,6 +136,14 @@ def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
                        exact=rewrite.exact), row
 
 
+@dataclass(frozen=True)
+class Common:
+    """What every advice of one lab measurement says the same way."""
+
+    measured_as: str
+    differences: tuple[str, ...]
+
+
 def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
     """The backends torch refuses for a call's own arguments (dropout on the CPU, a mask Flash cannot take...), with
     torch's reason: not those off by a flag or behind another in the order. Changing the order cannot make them run,
@@ -157,13 +165,13 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         for b, r in rows.items())
     changed = [found for found in map(_rewritten, rewrites) if found is not None]
     alternatives = backends + tuple(a for a, _ in changed)
-    common = {"measured_as": session.workload.describe(), "differences": tuple(differences)}
+    common = Common(session.workload.describe(), tuple(differences))
     if not rows:
-        return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", **common)
+        return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", measured_as=common.measured_as, differences=common.differences)
     now = next((r for b, r in rows.items() if b.value == current), None)
     if now is None:
         return SignatureAdvice(alternatives, current, clock, None,
-                               note=f"{current or 'its backend'} did not run in the lab at this shape", **common)
+                               note=f"{current or 'its backend'} did not run in the lab at this shape", measured_as=common.measured_as, differences=common.differences)
     ours = _summary(now, clock)
     candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
                   if a.backend != current and a.backend not in refused]
@@ -176,9 +184,9 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         note = "nothing measured here is faster beyond noise" + "".join(
             f"; {b.label} was faster in the lab, but torch refuses it for this call: {refused[b.value]}"
             for b in faster)
-        return SignatureAdvice(alternatives, current, clock, current_us, note=note, **common)
+        return SignatureAdvice(alternatives, current, clock, current_us, note=note, measured_as=common.measured_as, differences=common.differences)
     best_us, index = winners[0]
-    return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, **common)
+    return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, measured_as=common.measured_as, differences=common.differences)
 
 
 def compiled_advice(advice: SignatureAdvice, eager_backend: str | None) -> SignatureAdvice:
@@ -218,7 +226,7 @@ class RunAdvice:
 def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
     """``items``: (the signature in words, its count, its advice). The savings ranked, the top ``TOP`` named."""
     out = RunAdvice()
-    savings = []
+    savings: list[dict[str, Any]] = []
     for what, count, advice in items:
         if advice.current_us is not None:
             out.sdpa_us += advice.current_us * count

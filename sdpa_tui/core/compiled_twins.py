@@ -13,6 +13,7 @@ compiled rows do not), whose backend or mask differs from the compiled row's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,18 +22,26 @@ from .stats import Summary
 
 
 class _Row(Protocol):
-    """What a twin is read from (a :class:`~.watch_report.CallRow`)."""
+    """What a twin is read from (a :class:`~.watch_report.CallRow`, frozen: read-only members)."""
 
-    signature: CallSignature
-    compiled: bool
-    backend: str | None
-    eager_backend: str | None
-    modules: tuple[str, ...]
-    kernel_us: Summary | None
-    site: str
-    decomposed: bool
-    mask_strides: tuple[int, ...] | None
-
+    @property
+    def signature(self) -> CallSignature: ...
+    @property
+    def compiled(self) -> bool: ...
+    @property
+    def backend(self) -> str | None: ...
+    @property
+    def eager_backend(self) -> str | None: ...
+    @property
+    def modules(self) -> tuple[str, ...]: ...
+    @property
+    def kernel_us(self) -> Summary | None: ...
+    @property
+    def site(self) -> str: ...
+    @property
+    def decomposed(self) -> bool: ...
+    @property
+    def mask_strides(self) -> tuple[int, ...] | None: ...
     @property
     def backward_us(self) -> float | None: ...
 
@@ -74,7 +83,7 @@ def graph_backend(row: _Row) -> str | None:
     return row.backend or row.eager_backend
 
 
-def eager_twin(row: _Row, rows: list[_Row]) -> EagerTwin | None:
+def eager_twin(row: _Row, rows: Sequence[_Row]) -> EagerTwin | None:
     """The eager row that makes the same call as compiled ``row`` with another backend or mask, if any."""
     if not row.compiled:
         return None

@@ -89,7 +89,7 @@ def clock_for(results: Iterable[GpuResult]) -> str:
 
 def ratios_to_fastest(results: Iterable[GpuResult], clock: str = OUTLIER_CLOCK) -> dict[int, float]:
     """Each GPU's median over the fastest GPU's, on ``clock`` (GPUs without a number left out)."""
-    timed = {r.gpu: r.median(clock) for r in results if r.median(clock)}
+    timed = {r.gpu: value for r in results if (value := r.median(clock))}
     if not timed:
         return {}
     fastest = min(timed.values())

@@ -145,7 +145,10 @@ class Session:
             if self.legacy_api and record.effective and set(record.effective) != set(self.enabled):
                 self.set_enabled(record.effective)  # the legacy API leaves cuDNN on: show the truth
             return True
-        state = self.backends[record.backend]
+        backend = getattr(record, "backend", None)
+        if not isinstance(backend, Backend):
+            return False
+        state = self.backends[backend]
         if isinstance(record, BackendStatus):
             state.version += 1
             state.eligibility, state.eligibility_reason = record.status, record.reason

@@ -54,7 +54,8 @@ class SweepPoint:
     @property
     def status_text(self) -> str:
         """``ok``, ``out of memory: needed 2.00 GiB more``, ``skipped: OOM at 8192``, ..."""
-        label = {NOT_ELIGIBLE: "not eligible", OOM: "out of memory"}.get(self.status, self.status)
+        labels: dict[str, str] = {NOT_ELIGIBLE: "not eligible", OOM: "out of memory"}
+        label = labels.get(self.status, self.status)
         if self.status == OOM and self.reason.startswith("out of memory"):
             return self.reason
         return f"{label}: {self.reason}" if self.reason else label

@@ -149,8 +149,8 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
     states = list(states)
     grouped: dict[tuple[CallSignature, bool], list[tuple[ProcessState, CallStats]]] = {}
     for state in states:
-        for stats in state.calls:
-            grouped.setdefault((merge_key(stats.signature, state), stats.compiled), []).append((state, stats))
+        for call in state.calls:
+            grouped.setdefault((merge_key(call.signature, state), call.compiled), []).append((state, call))
     profiled_gpu_us = sum(s.captures.gpu_us for s in states)
     rows = []
     for (signature, compiled), items in grouped.items():
@@ -247,7 +247,7 @@ def build_report(program: list[str], exit_code: int | None, states: Iterable[Pro
     read = sorted((s for s in states if s.environment), key=lambda s: (s.rank is None, s.rank or 0, s.pid))
     environment = read[0].environment if read else None
     others += [f"{_who(s)}: dispatch environment differs: {'; '.join(s.environment.notes()) or 'as installed'}"
-               for s in read[1:] if s.environment != environment]
+               for s in read[1:] if s.environment is not None and s.environment != environment]
     others += [f"{_who(s)} changed the dispatch environment while it ran: "
                f"{'; '.join(s.environment_end.notes()) or 'back to as installed'}" for s in states if s.environment_end]
     return WatchReport(

@@ -7,6 +7,7 @@ back tagged with the GPU they are from; ``shown`` is the GPU whose engine answer
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,10 +40,8 @@ class DeviceEngines:
         gpus = gpus if gpus is not None else find_gpus()
         self.cuda_devices = {index: engine_device(index, gpus) for index in self.devices}
         self.supervisors = {
-            index: EngineSupervisor(self.cuda_devices[index],
-                                    on_records=lambda records, i=index: on_records(i, records),
-                                    on_event=lambda event, i=index: on_event(i, event),
-                                    client_factory=client_factory)
+            index: EngineSupervisor(self.cuda_devices[index], on_records=functools.partial(on_records, index),
+                                    on_event=functools.partial(on_event, index), client_factory=client_factory)
             for index in self.devices
         }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.backend_state import BackendState
 from ..core.backends import ALL_BACKENDS, Backend
@@ -181,7 +182,7 @@ def measure_series(
     enabled = tuple(enabled)
     if not workloads or not enabled:
         return
-    options = {"profile_every_s": 1.0, "profile_every_max_s": PROFILE_EVERY_MAX_S}
+    options: dict[str, Any] = {"profile_every_s": 1.0, "profile_every_max_s": PROFILE_EVERY_MAX_S}
     if legacy_api:
         options["legacy_api"] = True
     if priority:

@@ -18,6 +18,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import NoReturn
 
 from ..core.engine_commands import CaptureKernels, Shutdown
 from ..core.records import Environment, KernelCapture, Ready
@@ -131,8 +132,11 @@ class ProfilerClient:
     def capture(self, request: CaptureKernels, timeout_s: float) -> KernelCapture:
         """One burst; waits for the process to be ready first. Raises ProfilerFailed."""
         self.wait_ready()
+        channel = self._channel
+        if channel is None:
+            self._fail("was not started")
         try:
-            self._channel.send(request)
+            channel.send(request)
         except ChannelClosed:
             self._fail("was gone when asked for a burst")
         deadline = time.monotonic() + timeout_s
@@ -152,23 +156,26 @@ class ProfilerClient:
     def _receive(self, timeout: float) -> list:
         """Records waiting (up to ``timeout`` for the first); ProfilerFailed when the process died
         or sent something that is not a record."""
+        process, channel = self._process, self._channel
+        if process is None or channel is None:
+            self._fail("was not started")
         try:
-            records = self._channel.receive_all(timeout)
+            records = channel.receive_all(timeout)
         except ChannelClosed:
             records = None
         except ProtocolError as exc:
             self._fail(f"sent something that is not a record ({exc})")
-        if not records and self._process.poll() is not None:
-            self._fail(_how_it_ended(self._process.returncode))
+        if not records and process.poll() is not None:
+            self._fail(_how_it_ended(process.returncode))
         if records is None:  # the socket closed, the process not yet reaped
             try:
-                code = self._process.wait(5.0)
+                code = process.wait(5.0)
             except subprocess.TimeoutExpired:
                 code = None
             self._fail("closed its connection" if code is None else _how_it_ended(code))
         return records
 
-    def _fail(self, what: str) -> None:
+    def _fail(self, what: str) -> NoReturn:
         self.close(timeout=0.5)
         lines = self.output.read_lines()
         self._stashed_lines += lines
