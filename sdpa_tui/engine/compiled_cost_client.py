@@ -19,7 +19,7 @@ def measure_compiled(spec: CostSpec, timeout_s: float) -> tuple[CompiledCost | N
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
     try:
         proc = subprocess.run([sys.executable, "-m", "sdpa_tui.engine.compiled_cost"], input=json.dumps(spec.to_dict()),
-                              capture_output=True, text=True, timeout=timeout_s, env=env, stdin=None)
+                              capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         return None, f"no answer within {timeout_s:.0f} s"
     lines = proc.stdout.strip().splitlines()
