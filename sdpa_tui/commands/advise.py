@@ -102,7 +102,6 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     say(f"sdpa-tui watch: compiling {row.signature.describe()} alone to measure it")
                     cost, why = measure_compiled(spec, TIMEOUT_PER_SIGNATURE_S)
                     if cost is not None:
-                        cost.against_twin = row.eager_twin is not None
                         advice[i] = replace(advice[i], compiled_cost=cost)
                     else:
                         notes.append(f"{row.signature.describe()} [compiled]: not measured alone: {why}")

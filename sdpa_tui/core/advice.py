@@ -144,11 +144,17 @@ class Common:
     differences: tuple[str, ...]
 
 
+ELIGIBLE = "eligible"
+"""How a why-not reason (``watch/choice.py``) starts when torch would run the backend for the call (behind the pick)."""
+FLAG_OFF = "its flag is off at this call"
+"""How it starts when only the backend's flag keeps it from the call."""
+
+
 def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
     """The backends torch refuses for a call's own arguments (dropout on the CPU, a mask Flash cannot take...), with
     torch's reason: not those off by a flag or behind another in the order. Changing the order cannot make them run,
     so they are never advised, however fast the lab (which may differ from the call) measured them."""
-    return {b: r for b, r in why_not.items() if not r.startswith(("eligible", "its flag is off"))}
+    return {b: r for b, r in why_not.items() if not r.startswith((ELIGIBLE, FLAG_OFF))}
 
 
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),

@@ -121,6 +121,7 @@ class CostSpec:
     grad: bool
     eager_mask: str
     eager_mask_shape: tuple[int, ...] | None
+    against_twin: bool = False  # the eager mask is the twin's (else the call's own)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -133,7 +134,7 @@ class CostSpec:
         return cls(dims(d["q_shape"]) or (), dims(d["kv_shape"]) or (), str(d["dtype"]), str(d["device"]),
                    str(d["mask"]), dims(d.get("mask_shape")), dims(d.get("mask_strides")), bool(d["causal"]),
                    float(d["dropout_p"]), d.get("scale"), bool(d["gqa"]), bool(d["grad"]), str(d["eager_mask"]),
-                   dims(d.get("eager_mask_shape")))
+                   dims(d.get("eager_mask_shape")), bool(d.get("against_twin", False)))
 
 
 @dataclass
@@ -169,7 +170,8 @@ def cost_spec(row: _Row, twin: EagerTwin | None) -> CostSpec | None:
         eager_mask, eager_shape = s.mask, s.mask_shape
     return CostSpec(tuple(s.q_shape), tuple(s.kv_shape), s.dtype, s.device, s.mask,
                     None if s.mask_shape is None else tuple(s.mask_shape), row.mask_strides, s.causal, s.dropout_p,
-                    s.scale, s.gqa, s.grad, eager_mask, None if eager_shape is None else tuple(eager_shape))
+                    s.scale, s.gqa, s.grad, eager_mask, None if eager_shape is None else tuple(eager_shape),
+                    against_twin=twin is not None)
 
 
 def cost_lines(cost: CompiledCost) -> list[str]:

@@ -127,12 +127,7 @@ class LabController:
             session = self.sessions_by_gpu[index] = Session(self.session.workload, self.session.enabled)
         current = self.session
         if session is not current and session.config_id != current.config_id:
-            session.legacy_api = current.legacy_api
-            session.set_workload(current.workload)
-            if session.enabled != current.enabled:
-                session.set_enabled(current.enabled)
-            session.config_id = current.config_id
-            session.dispatch = None
+            _follow(session, current, current.config_id)
         return session
 
     def show(self, index: int, shown: int | None) -> None:
@@ -149,10 +144,15 @@ class LabController:
         if previous is not None:
             self.sessions_by_gpu[previous] = old
         new = self.sessions_by_gpu.get(index) or Session(old.workload, old.enabled)
-        new.legacy_api = old.legacy_api
-        new.config_id = max(new.config_id, old.config_id)
-        if new.workload != old.workload:
-            new.set_workload(old.workload)
-        new.set_enabled(old.enabled)
-        new.dispatch = None
+        _follow(new, old, max(new.config_id, old.config_id))
         self.session = new
+
+
+def _follow(session: Session, current: Session, config_id: int) -> None:
+    """``session`` takes ``current``'s workload, flags and legacy mode, and ``config_id``; its pick is asked again."""
+    session.legacy_api = current.legacy_api
+    session.set_workload(current.workload)
+    if session.enabled != current.enabled:
+        session.set_enabled(current.enabled)
+    session.config_id = config_id
+    session.dispatch = None

@@ -30,7 +30,9 @@ def _mask(kind: str, shape: list[int] | None, strides: list[int] | None, device:
     if kind == "none" or not shape:
         return None
     dtype = torch.bool if kind == "bool" else torch.float32
-    base = torch.empty_strided(shape, strides or torch.empty(shape).stride(), dtype=dtype, device=device)
+    if strides is None:
+        return torch.ones(shape, dtype=dtype, device=device) if kind == "bool" else torch.zeros(shape, device=device)
+    base = torch.empty_strided(shape, strides, dtype=dtype, device=device)
     return base.fill_(True) if kind == "bool" else base.zero_()
 
 
@@ -80,7 +82,7 @@ def measure(spec: CostSpec) -> CompiledCost:
     started = time.monotonic()
     compiled(q, k, v, graph_mask)
     compile_s = time.monotonic() - started
-    out = CompiledCost(clock="kernels" if cuda else "host", compile_s=compile_s,
+    out = CompiledCost(clock="kernels" if cuda else "host", compile_s=compile_s, against_twin=spec.against_twin,
                        compiled_us=_per_call_us(lambda: compiled(q, k, v, graph_mask), False, grad, cuda),
                        eager_us=_per_call_us(lambda: attend(q, k, v, eager_mask), False, grad, cuda))
     if spec.grad:

@@ -18,6 +18,7 @@ import warnings
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from ..core.advice import ELIGIBLE, FLAG_OFF
 from ..core.backends import ALL_BACKENDS, CHOICE_CODES, Backend
 from ..engine.dispatch import clean_message, priority_order, reasons_for
 
@@ -26,7 +27,7 @@ _CAN_USE = {
     Backend.EFFICIENT: "can_use_efficient_attention",
     Backend.CUDNN: "can_use_cudnn_attention",
 }
-_FLAG_OFF = "its flag is off at this call (sdpa_kernel, or torch.backends.cuda.enable_{}_sdp(False))"
+_FLAG_OFF = FLAG_OFF + " (sdpa_kernel, or torch.backends.cuda.enable_{}_sdp(False))"
 _WARNING_PREFIX = re.compile(r"^Warning:\s*")
 _FUNCTION_SUFFIX = re.compile(r"\s*\(function [\w:<>~]+\)\s*$")
 _FLAG_WORD = {Backend.FLASH: "flash", Backend.EFFICIENT: "mem_efficient", Backend.CUDNN: "cudnn", Backend.MATH: "math"}
@@ -60,13 +61,13 @@ def why_not(chosen: str | None, flags: tuple[str, ...], q, k, v, mask, dropout_p
         if q.device.type == "cpu":
             reasons[backend.value] = _cpu_reason(backend, q, k, v, mask, dropout_p, causal, scale, gqa)
         elif backend is Backend.MATH:
-            reasons[backend.value] = "eligible; a fused backend comes first in the priority order"
+            reasons[backend.value] = f"{ELIGIBLE}; a fused backend comes first in the priority order"
         else:
             reasons[backend.value] = _cuda_reason(backend, q, k, v, mask, dropout_p, causal, gqa)
-        if reasons[backend.value] == "eligible" and q.device.type == "cpu":
-            reasons[backend.value] = f"eligible; on the CPU SDPA takes {chosen} whenever it can (no priority order)"
-        elif reasons[backend.value] == "eligible" and chosen in order and backend.value in order:
-            reasons[backend.value] = f"eligible; {chosen} comes first in the priority order ({', '.join(order)})"
+        if reasons[backend.value] == ELIGIBLE and q.device.type == "cpu":
+            reasons[backend.value] = f"{ELIGIBLE}; on the CPU SDPA takes {chosen} whenever it can (no priority order)"
+        elif reasons[backend.value] == ELIGIBLE and chosen in order and backend.value in order:
+            reasons[backend.value] = f"{ELIGIBLE}; {chosen} comes first in the priority order ({', '.join(order)})"
     return reasons
 
 
@@ -82,7 +83,7 @@ def _cuda_reason(backend: Backend, q, k, v, mask, dropout_p, causal, gqa) -> str
         params = params_type(q, k, v, mask, dropout_p, causal)
     ok, lines = _with_fd2_read(lambda: bool(can_use(params, True)))
     if ok:
-        return "eligible"
+        return ELIGIBLE
     own = reasons_for(backend, lines) or [line for line in lines if "not used because" not in line]
     return "; ".join(dict.fromkeys(own)) or "not eligible (torch gave no reason)"
 
@@ -98,7 +99,7 @@ def _cpu_reason(backend: Backend, q, k, v, mask, dropout_p, causal, scale, gqa) 
                 torch._C._nn.scaled_dot_product_attention(  # the original, never the watch wrapper
                     *detached, attn_mask=mask, dropout_p=dropout_p, is_causal=causal, scale=scale, enable_gqa=gqa
                 )
-            return "eligible"
+            return ELIGIBLE
         except RuntimeError as exc:
             lines = [m for m in (clean_message(str(w.message)) for w in caught) if m]
             own = reasons_for(backend, lines)

@@ -181,7 +181,7 @@ class BackendPanel(Vertical):
         return text
 
     def _kernel(self, state: BackendState) -> Text:
-        main = state.main_kernel or kernel_names.main_kernel(state.graph_kernels)
+        main = kernel_names.main_kernel(state.shown_kernels)
         if state.status == Status.OK and state.capture_error:
             failed = Text(f"kernel capture failed: {state.capture_error}", style="bold red")
             if main is None:
