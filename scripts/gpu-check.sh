@@ -234,6 +234,14 @@ log() { echo "=== $*"; }
         python3 tests/watch_programs/cuda_shapes.py > "$OUT/r/calls-shapes-cuda.txt" 2>&1
       echo "watch exit=$?"; cat "$OUT/r/calls-shapes-cuda.txt"
       ;;
+    flex)
+      log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_flex_alternative.py 2>&1 | tail -5
+      python3 scripts/diag_flex.py "$OUT/r/flex-diag.json"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-flex-cuda.json" -- \
+        python3 tests/watch_programs/flex_cases.py cuda > "$OUT/r/calls-flex-cuda.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/calls-flex-cuda.txt"
+      ;;
     esac
   done
 } 2>&1 | tee "$OUT/log.txt"

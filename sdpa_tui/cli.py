@@ -236,10 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_app(args, workload, backends)
 
 
-def _advise(report, say=None) -> None:
+def _advise(report, say=None, flex: bool = True) -> None:
     from .commands.advise import measure_advice  # starts an engine process per device
 
-    measure_advice(report, say)
+    measure_advice(report, say, flex)
 
 
 def _run_watch_ui(watched, advisor=None) -> int:

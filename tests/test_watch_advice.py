@@ -80,6 +80,10 @@ def test_watch_advises_flash_for_a_call_kept_on_math_on_the_cpu(tmp_path):
     assert top and top[0]["to"] == "FLASH_ATTENTION" and report["advice"]["saving_us"] > 0
     assert "after the program exited" in report["advice"]["note"]
     assert "advice: SDPA took" in proc.stdout and "MATH → FLASH_ATTENTION" in proc.stdout
+    flex = next(a for a in call["alternatives"] if a["variant"] == "flex_attention")
+    assert flex["backend"] == "FLEX_ATTENTION" and flex["leaves_sdpa"] is True and flex["gpu_us"] is None
+    assert flex["eager_us"] > 0 and flex["error"] < 1e-5, "the block mask gives SDPA's output (fp32, no mask here)"
+    assert "flex(q, k, v)" in flex["code"] and "the first call compiles (here" in flex["code"]
 
 
 def test_no_advice_measures_nothing(tmp_path):
@@ -107,10 +111,13 @@ def test_a_mask_is_read_as_causal_only_when_it_is_exactly_what_is_causal_applies
 
 
 def test_watch_measures_is_causal_for_a_causal_mask_passed_as_a_tensor(tmp_path):
-    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "causal_mask.py"), advice=True, timeout=600)
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "causal_mask.py"), advice=True, timeout=600,
+                         flex=False)
     assert proc.returncode == 0, proc.stderr
     (call,) = report["calls"]
     assert call["mask_causal"] is True and call["mask"]["kind"] == "bool"
+    assert not any(a["leaves_sdpa"] for a in call["alternatives"]), "--no-flex: FlexAttention not measured"
+    assert "FlexAttention" not in proc.stderr
     rewrite = next(a for a in call["alternatives"] if a["variant"] == "is_causal")
     assert "is_causal=True" in rewrite["code"]
     current = next(a for a in call["alternatives"] if a["variant"] == "backend" and a["backend"] == call["backend"])

@@ -14,6 +14,7 @@ from ..core.advice import (
     BF16_CODE,
     CAUSAL_CODE,
     HEAD_DIM_ALIGN,
+    Measured,
     Rewrite,
     SignatureAdvice,
     advise,
@@ -26,16 +27,20 @@ from ..core.advice import (
 )
 from ..core.backends import ALL_BACKENDS
 from ..core.compiled_twins import cost_spec
+from ..core.flex_alternative import FlexSpec, flex_alternative
 from ..core.session import Session
 from ..core.watch_lab import lab_workload
 from ..core.watch_report import WatchReport
 from ..core.workload import Workload, WorkloadError
 from ..engine.compiled_cost_client import measure_compiled
+from ..engine.flex_cost_client import measure_flex
 from ..engine.headless import EngineFailed, measure_series
 
 SECONDS_PER_SIGNATURE = 1.0
 """Each signature's workload is measured at least this long (and until every backend has its samples)."""
 TIMEOUT_PER_SIGNATURE_S = 120.0
+FLEX_TIMEOUT_PER_SIGNATURE_S = 180.0
+"""FlexAttention compiles at its first call: 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
 
 
 def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload]]:
@@ -57,12 +62,34 @@ def rewrite_codes(workload: Workload) -> list[tuple[str, str]]:
             ("pad_head_dim", pad_head_dim_code(workload.head_dim)), ("bf16", BF16_CODE)]
 
 
-def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None) -> None:
-    """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went."""
+def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: list[str],
+               describe: Callable[[int], str]) -> dict[int, Measured]:
+    """FlexAttention at each row's lab workload (one child process for all; equal workloads measured once)."""
+    if not specs:
+        return {}
+    unique = list(dict.fromkeys(specs.values()))
+    say(f"sdpa-tui watch: measuring FlexAttention (compiled) at {len(unique)} workload(s)")
+    answers = dict(zip(unique, measure_flex(unique, FLEX_TIMEOUT_PER_SIGNATURE_S * len(unique))))
+    out = {}
+    for i, spec in specs.items():
+        cost, why = answers[spec]
+        if cost is None:
+            notes.append(f"{describe(i)}: FlexAttention not measured: {why}")
+        else:
+            out[i] = flex_alternative(cost, spec.workload)
+            if cost.note:
+                notes.append(f"{describe(i)}: FlexAttention {cost.note}")
+    return out
+
+
+def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None:
+    """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went.
+    ``flex``: measure FlexAttention too (it leaves SDPA; it compiles for seconds per shape)."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     advice: list[SignatureAdvice | None] = [None] * len(report.rows)
     notes: list[str] = []
     by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
+    flex_specs: dict[int, FlexSpec] = {}
     for i, row in enumerate(report.rows):
         try:
             workload, differences = lab_workload(row.signature)
@@ -73,6 +100,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         items.append((i, "", workload, differences))
         if not row.compiled:  # a rewrite inside a compiled graph is not what the graph would run: not measured
             items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
+            if flex:
+                flex_specs[i] = FlexSpec(workload, row.signature.device)
     started = time.monotonic()
     for device, items in by_device.items():
         say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
@@ -91,10 +120,12 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     measured[i] = (session, differences)
         except EngineFailed as exc:
             notes.append(f"the alternatives on {device} were not measured: {exc}")
+        flexed = flex_costs({i: spec for i, spec in flex_specs.items() if spec.device == device and i in measured},
+                            say, notes, lambda i: report.rows[i].signature.describe())
         for i, (session, differences) in measured.items():
             row = report.rows[i]
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
-                               refused_backends(row.why_not))
+                               refused_backends(row.why_not), [flexed[i]] if i in flexed else ())
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)
                 spec = cost_spec(row, row.eager_twin)

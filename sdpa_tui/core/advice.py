@@ -137,6 +137,19 @@ def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """An alternative measured outside the lab's session (FlexAttention, ``core/flex_alternative.py``), with its
+    samples' summaries on the lab's two clocks, so the same noise rule judges it."""
+
+    alternative: Alternative
+    eager: Summary | None
+    gpu: Summary | None
+
+    def summary(self, clock: str) -> Summary | None:
+        return self.gpu if clock == "gpu" else self.eager
+
+
+@dataclass(frozen=True)
 class Common:
     """What every advice of one lab measurement says the same way."""
 
@@ -159,10 +172,12 @@ def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
 
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
            differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
-           refused: dict[str, str] | None = None) -> SignatureAdvice:
+           refused: dict[str, str] | None = None, outside: Iterable[Measured] = ()) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
-    rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`)."""
+    rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`); ``outside``:
+    alternatives measured apart from the lab's session (FlexAttention)."""
     refused = refused or {}
+    outside = list(outside)
     rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
     clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
     backends = tuple(
@@ -170,7 +185,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                     r.peak_mib, priority_code(b, priority))
         for b, r in rows.items())
     changed = [found for found in map(_rewritten, rewrites) if found is not None]
-    alternatives = backends + tuple(a for a, _ in changed)
+    alternatives = backends + tuple(a for a, _ in changed) + tuple(m.alternative for m in outside)
     common = Common(session.workload.describe(), tuple(differences))
     if not rows:
         return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", measured_as=common.measured_as, differences=common.differences)
@@ -182,6 +197,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
     candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
                   if a.backend != current and a.backend not in refused]
     candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
+    candidates += [(m.alternative, m.summary(clock)) for m in outside if m.alternative.exact]
     winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
     current_us = ours.median if ours else None
     if not winners:

@@ -16,6 +16,7 @@ from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .dispatch_env import DispatchEnvironment
+from .flex_alternative import FLEX, FLEX_LABEL
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
@@ -32,9 +33,11 @@ KERNEL_CLOCK = ("kernel time: the summed CUPTI durations of the kernels, memsets
 
 
 def backend_label(name: str | None) -> str:
-    """``FLASH_ATTENTION`` → ``Flash``; unknown names pass through."""
+    """``FLASH_ATTENTION`` → ``Flash``, ``FLEX_ATTENTION`` → ``FlexAttention``; unknown names pass through."""
     if name is None:
         return "none"
+    if name == FLEX:
+        return FLEX_LABEL
     for backend in ALL_BACKENDS:
         if backend.value == name:
             return backend.label
@@ -267,6 +270,6 @@ def _who(state: ProcessState) -> str:
 class Advisor(Protocol):
     """Measures each row's alternatives after the program exited and fills ``report.advice`` (``commands/advise.py``,
     given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the engine it starts is above
-    their layers); ``say`` hears its progress."""
+    their layers); ``say`` hears its progress; ``flex``: FlexAttention is measured too."""
 
-    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None) -> None: ...
+    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None: ...

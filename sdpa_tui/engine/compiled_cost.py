@@ -16,6 +16,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +44,17 @@ def _inputs(spec: CostSpec) -> tuple[torch.Tensor, ...]:
     return q, k, v
 
 
+def profiled_kernel_us(once: Callable[[], object], calls: int = CALLS) -> float:
+    """The GPU's own work per call: the summed durations of the kernels, memsets and copies torch.profiler records
+    over ``calls`` calls (watch's kernel time), after the caller's warm-up."""
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            once()
+        torch.cuda.synchronize()
+    return sum(e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA) / calls
+
+
 def _per_call_us(fn, backward: bool, grad: torch.Tensor, cuda: bool) -> float:
     def once():
         out = fn()
@@ -51,13 +63,7 @@ def _per_call_us(fn, backward: bool, grad: torch.Tensor, cuda: bool) -> float:
     for _ in range(3):
         once()
     if cuda:
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(CALLS):
-                once()
-            torch.cuda.synchronize()
-        return sum(e.device_time for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA) / CALLS
+        return profiled_kernel_us(once)
     times = []
     for _ in range(REPEATS):
         start = time.perf_counter()

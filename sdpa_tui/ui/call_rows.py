@@ -83,7 +83,7 @@ def best_cells(advice: SignatureAdvice | None) -> tuple[str, str]:
     if advice.best is None:
         return "—", ""
     best = advice.best
-    what = backend_label(best.backend) + ("" if best.variant == "backend" else f" ({best.variant})")
+    what = backend_label(best.backend) + ("" if best.variant == "backend" or best.leaves_sdpa else f" ({best.variant})")
     return what, duration(advice.saving_us_per_call)
 
 
@@ -94,14 +94,15 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
     lines = ["", f"alternatives (lab, {advice.clock} clock, measured as {advice.measured_as}):"]
     for a in advice.alternatives:
         clock = a.gpu_us if advice.clock == "gpu" else a.eager_us
-        name = backend_label(a.backend) + ("" if a.variant == "backend" else f" via {a.variant}")
-        exact = "" if a.exact else ", changes numerics"
+        name = backend_label(a.backend) + ("" if a.variant == "backend" or a.leaves_sdpa else f" via {a.variant}")
+        exact = ("" if a.exact else ", changes numerics") + (", leaves SDPA" if a.leaves_sdpa else "")
         err = f", err {a.error:.1e}" if a.error is not None else ""
         lines.append(f"  {name:<28} {duration(clock):>10}{err}{exact}")
     if advice.best is not None:
         saving = advice.saving_us_per_call or 0.0
         lines += [f"best    {backend_label(advice.best.backend)}: saves {duration(saving)} per call, "
-                  f"{duration(saving * count)} over {count:,} calls", f"code    {advice.best.code}"]
+                  f"{duration(saving * count)} over {count:,} calls",
+                  "code    " + advice.best.code.replace("\n", "\n        ")]
     elif advice.note:
         lines.append(f"best    {advice.note}")
     lines += [f"note    {d}" for d in advice.differences]

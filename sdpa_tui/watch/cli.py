@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 from ..core.watch_report import Advisor
 from ..exit_codes import EXIT_USAGE
@@ -32,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"address the metrics listen on (default {DEFAULT_ADDRESS}: this machine only)")
     parser.add_argument("--no-advice", action="store_true",
                         help="with --report: do not measure each signature's alternatives after the program exits")
+    parser.add_argument("--no-flex", action="store_true",
+                        help="leave FlexAttention out of the alternatives (it compiles for seconds per shape)")
     return parser
 
 
@@ -70,6 +73,8 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
         except (ValueError, MetricsServerError) as exc:
             parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
         print(f"sdpa-tui watch: metrics on {publisher.url}", file=sys.stderr)
+    if advisor is not None and args.no_flex:
+        advisor = partial(advisor, flex=False)
     try:
         if args.report:
             return run_headless(watched, args.report, None if args.no_advice else advisor)

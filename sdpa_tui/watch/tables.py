@@ -194,7 +194,8 @@ def advice_lines(report: WatchReport) -> list[str]:
         for item in run.top:
             to = item["to"] if item["variant"] == "backend" else f"{item['variant']} ({item['to']})"
             lines.append(f"  {item['signature']}: {item['from']} → {to}, "
-                         f"{duration(item['saving_us_per_call'])} per call × {item['count']}: {item['code']}")
+                         f"{duration(item['saving_us_per_call'])} per call × {item['count']}: "
+                         + item["code"].replace("\n", "\n      "))
     else:
         lines.append("advice: no signature has a backend faster than the one it ran, beyond noise")
     if report.advice_note:
