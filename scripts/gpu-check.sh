@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything that must be seen on a GPU, in one call on the GPU machine:
 #   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui] ...   (default: the first six)
+# Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -233,6 +234,41 @@ log() { echo "=== $*"; }
       COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-shapes-cuda.json" -- \
         python3 tests/watch_programs/cuda_shapes.py > "$OUT/r/calls-shapes-cuda.txt" 2>&1
       echo "watch exit=$?"; cat "$OUT/r/calls-shapes-cuda.txt"
+      ;;
+    two-gpus)
+      # issues 22 and 23 on a two-GPU machine (nvidia-h100-x2 / nvidia-h200-x2), about 6 minutes
+      log "two GPUs"; nvidia-smi -L
+      log "report --devices all, idle"
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-idle.json" \
+        --markdown "$OUT/r/report-devices-idle.md"; echo "exit=$?"; cat "$OUT/r/report-devices-idle.md"
+      log "report --devices all, GPU 1 shared with a neighbour (80 % busy, 4 GiB)"
+      CUDA_VISIBLE_DEVICES=1 python3 scripts/busy_box.py --gpu-duty 0.8 --gpu-mib 4096 --seconds 150 &
+      busy=$!; sleep 10
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-loaded.json" \
+        --markdown "$OUT/r/report-devices-loaded.md"; echo "exit=$?"; cat "$OUT/r/report-devices-loaded.md"
+      log "watch: a 2-rank torchrun job, one rank per GPU, GPU 1 still loaded"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/watch-ranks-loaded.json" -- python3 -m torch.distributed.run \
+        --nproc_per_node 2 --standalone tests/watch_programs/ranks.py --device cuda > "$OUT/r/watch-ranks-loaded.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/watch-ranks-loaded.txt"
+      kill $busy; wait $busy
+      log "watch: the same job, both GPUs idle"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/watch-ranks-idle.json" -- python3 -m torch.distributed.run \
+        --nproc_per_node 2 --standalone tests/watch_programs/ranks.py --device cuda > "$OUT/r/watch-ranks-idle.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/watch-ranks-idle.txt"
+      log "CUDA_VISIBLE_DEVICES=1: one GPU, the second"
+      CUDA_VISIBLE_DEVICES=1 python3 -m sdpa_tui report --devices all --duration 1 --json "$OUT/r/report-visible-1.json" \
+        >/dev/null; echo "exit=$?"; python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(len(d['devices']), 'device(s) measured')" \
+        "$OUT/r/report-visible-1.json"; CUDA_VISIBLE_DEVICES=1 nvidia-smi -L
+      log "screenshots (overview; --devices all side by side) at 120x40"
+      python3 scripts/gpus_screenshot.py --out "$OUT/r/gpus-shots" --devices all
+      log "tmux: sdpa-tui --devices all, then q: no process left"
+      tmux new-session -d -s gpus -x 160 -y 50 "python3 -m sdpa_tui --devices all"
+      sleep 25; tmux capture-pane -p -t gpus > "$OUT/r/tmux-devices-all.txt"; cat "$OUT/r/tmux-devices-all.txt"
+      tmux send-keys -t gpus q; sleep 5
+      pgrep -af "sdpa_tui|spawn_main" || echo "no process left"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      log "cuda tests of --devices and of watch's ranks"
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_devices_cuda.py \
+        tests/test_watch_distributed.py 2>&1 | tail -5
       ;;
     flex)
       log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
