@@ -36,7 +36,7 @@ from sdpa_tui.core.records import (
 from sdpa_tui.core.session import Session
 from sdpa_tui.core.sweep_findings import crossovers
 from sdpa_tui.core.sweep_lengths import MAX_POINTS, parse_seqs, sweep_workloads
-from sdpa_tui.core.sweep_points import SKIPPED, Sweep, SweepPoint
+from sdpa_tui.core.sweep_points import PENDING, SKIPPED, Sweep, SweepPoint
 from sdpa_tui.core.workload import Workload, WorkloadError
 from sdpa_tui.exports.sweep_documents import CSV_COLUMNS, sweep_csv, sweep_dict, sweep_markdown
 from sdpa_tui.exports.sweep_terminal import chart_lines, render
@@ -256,6 +256,24 @@ def test_an_aborted_sweep_says_why_for_the_lengths_left():
     sweep.abort("the engine failed: illegal memory access")
     assert [p.status_text for p in sweep.points()] == [
         "ok", "skipped: not measured: the engine failed: illegal memory access"]
+
+
+
+def test_a_running_sweep_shows_the_lengths_it_has_not_reached_as_pending_not_skipped():
+    """In the monitor's sweep view the table is drawn after each length: the lengths still to come are "…" (not
+    measured yet), never "skip" (which says they will not be); a backend out of memory is skipped at once."""
+    sweep = Sweep(sweep_workloads(BASE, (1024, 2048, 4096)), (F, M))
+    sweep.add(made_up_session(sweep.workloads[0], {F: ("ok", 100.0, 4.0), M: ("oom", OOM_MATH)}).rows())
+    points = {(p.seq, p.backend): p for p in sweep.points()}
+    assert points[(2048, F)].status == PENDING and points[(4096, F)].status_text == "pending: not measured yet"
+    assert points[(2048, M)].status == SKIPPED and points[(2048, M)].status_text == "skipped: OOM at 1024"
+    console = Console(width=100, record=True)
+    console.print(render(sweep, sweep.points(), [], GPU_ENV, None, 100))
+    text = console.export_text()
+    assert "… not measured yet" in text and "skip not measured" in text
+    assert [line.split()[1] for line in text.splitlines() if line.strip().startswith(("2048", "4096"))] == ["…", "…"]
+    sweep.abort("stopped")
+    assert {p.status for p in sweep.points() if p.seq > 1024} == {SKIPPED}
 
 
 # ------------------------------------------------------------------ crossovers (MADE-UP point lists)

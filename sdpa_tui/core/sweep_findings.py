@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from .backends import ALL_BACKENDS, Backend
 from .faster import CLOCK_LABEL
-from .sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
+from .sweep_points import ERROR, NOT_ELIGIBLE, OOM, PENDING, SKIPPED, Sweep, SweepPoint, clock_of
 from .units import us_number
 
 _SIZE = re.compile(r"(needed [\d.,]+ ?[KMGT]?i?B more|needs at least [\d.,]+ ?[KMGT]?i?B)")
@@ -224,7 +224,7 @@ def _failures(seqs, backends, by) -> list[str]:
 def _ineligible(seqs, backends, by) -> list[str]:
     lines = []
     for b in backends:
-        judged = [s for s in seqs if by.get((s, b)) is not None and by[(s, b)].status != SKIPPED]
+        judged = [s for s in seqs if by.get((s, b)) is not None and by[(s, b)].status not in (SKIPPED, PENDING)]
         refused = [s for s in judged if by[(s, b)].status == NOT_ELIGIBLE]
         if not refused:
             continue

@@ -18,7 +18,9 @@ from .workload import Workload
 
 OK, NOT_ELIGIBLE, OOM, ERROR = Status.OK, Status.NOT_ELIGIBLE, Status.OOM, Status.ERROR
 SKIPPED = "skipped"
-"""Point statuses: the engine's verdicts, plus ``skipped`` for a length the sweep did not measure."""
+PENDING = "pending"
+"""Point statuses: the engine's verdicts, plus ``skipped`` for a length the sweep did not measure and ``pending`` for
+one a running sweep has not reached yet."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,7 @@ class SweepPoint:
 
     seq: int
     backend: Backend
-    status: str  # ok | not_eligible | oom | error | skipped
+    status: str  # ok | not_eligible | oom | error | skipped | pending
     reason: str = ""
     gpu_us: float | None = None  # GPU/call median; None on the CPU
     eager_us: float | None = None  # eager/call median
@@ -186,12 +188,16 @@ class Sweep:
             self.skip_reason = f"not measured: {reason}"
 
     def points(self) -> list[SweepPoint]:
-        """Every (length, backend) of the sweep: measured, or skipped with the reason."""
+        """Every (length, backend) of the sweep: measured, skipped with the reason, or (while the sweep runs)
+        pending."""
         out = [p for points in self.measured for p in points]
         for workload in self.workloads[len(self.measured):]:
             for backend in self.enabled:
-                reason = self.failed.get(backend) or self.skip_reason or "not measured"
-                out.append(SweepPoint(workload.seq, backend, SKIPPED, reason, kv_seq=workload.kv_seq))
+                if backend in self.failed or self.done:
+                    reason = self.failed.get(backend) or self.skip_reason or "not measured"
+                    out.append(SweepPoint(workload.seq, backend, SKIPPED, reason, kv_seq=workload.kv_seq))
+                else:
+                    out.append(SweepPoint(workload.seq, backend, PENDING, "not measured yet", kv_seq=workload.kv_seq))
         return out
 
 

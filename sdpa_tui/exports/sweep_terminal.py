@@ -15,12 +15,12 @@ from rich.text import Text
 from ..core.backends import ALL_BACKENDS, Backend
 from ..core.records import Environment
 from ..core.sweep_findings import pick_findings
-from ..core.sweep_points import ERROR, NOT_ELIGIBLE, OOM, SKIPPED, Sweep, SweepPoint, clock_of
+from ..core.sweep_points import ERROR, NOT_ELIGIBLE, OOM, PENDING, SKIPPED, Sweep, SweepPoint, clock_of
 from ..core.units import us_number
 from .sweep_format import _fastest, _mib, describe_base
 from .tables import environment_line
 
-CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip"}
+CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip", PENDING: "…"}
 """What a table cell says where a backend did not run."""
 MARK = {Backend.CUDNN: "C", Backend.FLASH: "F", Backend.EFFICIENT: "E", Backend.MATH: "M"}
 """One letter per backend in the chart (readable without colour)."""
@@ -70,7 +70,7 @@ def log_position(value: float, low: float, high: float, steps: int) -> int:
 def _columns(sweep: Sweep, points: list[SweepPoint]) -> tuple[list[Backend], set[Backend]]:
     """Backends with a column (not those ineligible at every length) and those with a memory column."""
     shown = [b for b in sweep.enabled
-             if any(p.backend == b and p.status not in (NOT_ELIGIBLE, SKIPPED) for p in points)]
+             if any(p.backend == b and p.status not in (NOT_ELIGIBLE, SKIPPED, PENDING) for p in points)]
     with_memory = {p.backend for p in points if p.peak_mib is not None}
     return shown, with_memory
 
@@ -169,8 +169,9 @@ def table_legend(sweep: Sweep, points: list[SweepPoint]) -> str:
     shown, _ = _columns(sweep, points)
     statuses = {p.status for p in points if p.backend in shown}
     legend = ["* fastest at that length"] if _fastest(points) else []
-    meaning = {OOM: "out of memory", NOT_ELIGIBLE: "not eligible", ERROR: "failed", SKIPPED: "not measured"}
-    legend += [f"{CELL[s]} {meaning[s]}" for s in (OOM, NOT_ELIGIBLE, ERROR, SKIPPED) if s in statuses]
+    meaning = {OOM: "out of memory", NOT_ELIGIBLE: "not eligible", ERROR: "failed", SKIPPED: "not measured",
+               PENDING: "not measured yet"}
+    legend += [f"{CELL[s]} {meaning[s]}" for s in (OOM, NOT_ELIGIBLE, ERROR, SKIPPED, PENDING) if s in statuses]
     hidden = [b.label for b in sweep.enabled if b not in shown]
     if hidden:
         legend.append(f"not shown, never eligible: {', '.join(hidden)}")
