@@ -529,13 +529,16 @@ async def test_a_tiny_terminal_gets_a_notice_and_recovers(tmp_path):
         assert "cudnn_sdpa" in widget_text(app, "#panel-cudnn")
 
 
-def fake_series(workloads, enabled, device, **_):
+def fake_series(workloads, enabled, device, **options):
     """Stands in for measure_series: one Session per length, from the fake engine's records,
-    with MATH out of memory from seq 16384 on (as it was on the H100, where it ran out at 32768)."""
+    with MATH out of memory from seq 16384 on (as it was on the H100, where it ran out at 32768).
+    The options it was called with are kept in ``fake_series.options``."""
     from ui_fakes import H200, live_records
 
     from sdpa_tui.core.records import BackendStatus, Ready
     from sdpa_tui.core.session import Session
+
+    fake_series.options = options
 
     for workload in workloads:
         session = Session(workload, enabled)
@@ -563,6 +566,9 @@ async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_pa
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "32768" in text and "OOM" in text
+        from sdpa_tui.core.sweep_lengths import TIMEOUT_PER_LENGTH_S
+        assert fake_series.options["timeout_s"] == TIMEOUT_PER_LENGTH_S, \
+            "a length that takes too long ends with its samples, as in `sdpa-tui sweep` (it waited 600 s)"
         app.screen.query_one("#sweep-body").scroll_end(animate=False)
         await pilot.pause(0.2)
         assert "Math runs out of memory at seq 16384" in screen_text(app)

@@ -14,7 +14,7 @@ from rich.console import Console
 from ..core.backends import Backend
 from ..core.records import Environment
 from ..core.sweep_findings import crossovers
-from ..core.sweep_lengths import parse_seqs, sweep_workloads
+from ..core.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_workloads
 from ..core.sweep_points import Sweep
 from ..core.workload import Workload
 from ..engine.headless import EngineFailed, SeriesProgress, measure_series
@@ -22,9 +22,6 @@ from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from ..exports.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep_terminal import progress_line, render
-
-TIMEOUT_PER_LENGTH_S = 120.0
-"""When this is up for one length, the sweep keeps what that length has (said as few samples) and goes on."""
 
 
 # ------------------------------------------------------------------ the command

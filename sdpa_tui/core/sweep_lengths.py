@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from .workload import LIMITS, Workload
 
 MAX_POINTS = 64
+TIMEOUT_PER_LENGTH_S = 120.0
+"""When this is up for one length, a sweep (``sdpa-tui sweep`` and the monitor's ``v``) keeps what that length has
+(said as few samples) and goes on."""
 """More lengths than this in one sweep is a typo (a range of powers of two has at most 21)."""
 
 

@@ -20,7 +20,7 @@ from textual.widgets import Static
 from ...core.backends import Backend
 from ...core.session import Session
 from ...core.sweep_findings import crossovers
-from ...core.sweep_lengths import sweep_workloads
+from ...core.sweep_lengths import TIMEOUT_PER_LENGTH_S, sweep_workloads
 from ...core.sweep_points import Sweep
 from ...core.workload import Workload
 from ...engine.headless import EngineFailed, SeriesProgress, measure_series
@@ -67,7 +67,8 @@ class SweepScreen(ModalScreen[None]):
             self.post_message(self.Update(f"{where}{p.text} · {p.elapsed_s:.0f} s"))
 
         series = self.measure(self.sweep.workloads, self.sweep.active(), self.device, duration_s=0.5,
-                                on_progress=progress, next_enabled=lambda session: self.sweep.active())
+                              timeout_s=TIMEOUT_PER_LENGTH_S, on_progress=progress,
+                              next_enabled=lambda session: self.sweep.active())
         lines: list[str] = []
         try:
             for session in series:
