@@ -276,6 +276,18 @@ def test_a_running_sweep_shows_the_lengths_it_has_not_reached_as_pending_not_ski
     assert {p.status for p in sweep.points() if p.seq > 1024} == {SKIPPED}
 
 
+def test_a_backend_with_no_verdict_when_the_lengths_time_was_up_is_skipped_not_an_error():
+    """Seen in the monitor's sweep on a busy 2-core machine: Math's eligibility was still being checked at seq 2048
+    when its 120 s were up, and the table said "error"; it is measured again at the next length."""
+    sweep = Sweep(sweep_workloads(BASE, (2048, 4096)), (F, M))
+    session = made_up_session(sweep.workloads[0], {F: ("ok", 100.0, 4.0)})
+    session.set_enabled((F, M))  # Math was asked for, and the engine had not answered yet
+    points = {p.backend: p for p in sweep.add(session.rows())}
+    assert points[F].status == "ok"
+    assert points[M].status == SKIPPED and points[M].status_text == "skipped: time was up before its verdict"
+    assert sweep.active() == (F, M)
+
+
 # ------------------------------------------------------------------ crossovers (MADE-UP point lists)
 def pt(seq, backend, status="ok", gpu=None, reason="", eager=None, peak=None) -> SweepPoint:
     """MADE-UP point."""

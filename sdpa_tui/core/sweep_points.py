@@ -73,8 +73,10 @@ class SweepPoint:
         """The point of one comparison row (``Session.rows()``) measured at ``seq``."""
         if not row.enabled:
             return cls(seq, row.backend, SKIPPED, "not measured (flag off)", kv_seq=kv_seq)
+        if row.status == Status.WAITING:  # the length's time was up before the engine's verdict: not a failure
+            return cls(seq, row.backend, SKIPPED, "time was up before its verdict", kv_seq=kv_seq)
         status = row.status if row.status in (OK, NOT_ELIGIBLE, OOM, ERROR) else ERROR
-        reason = row.reason if row.status != Status.WAITING else "no verdict from the engine"
+        reason = row.reason
         ran = status == OK
         return cls(
             seq=seq,
