@@ -231,9 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .commands.serve import run_serve
 
         return run_serve(args, workload, backends)
+    from .engine.early_start import can_run_live, start_engine_early
+
+    # The live monitor: its engine (which imports torch for seconds) starts before Textual is imported
+    started = start_engine_early(args.device) if getattr(args, "devices", None) is None and can_run_live() else None
     from .ui.launch import run_app
 
-    return run_app(args, workload, backends)
+    return run_app(args, workload, backends, started)
 
 
 def _advise(report, say=None, flex: bool = True) -> None:

@@ -12,11 +12,11 @@ import json
 import math
 import sys
 
-from ..core.watch_report import SCHEMA_VERSION as WATCH_SCHEMA_VERSION
 from ..exit_codes import EXIT_SLOWER, EXIT_USAGE
-from ..exports.document_files import UnreadableDocument, read_document
 from ..exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
-from ..exports.watch_diff import is_watch_report
+
+# The CLI imports this module to build its parser at every start (the live monitor's too): what only a comparison
+# needs (the watch report model, its diff, Rich) is imported when one runs.
 
 
 def add_compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +52,10 @@ def parse_threshold(text: str) -> float:
 
 def load_either(path: str) -> tuple[dict, bool]:
     """A lab report or snapshot (checked by ``load_report``), or a ``watch --report`` file: (document, is_watch)."""
+    from ..core.watch_report import SCHEMA_VERSION as WATCH_SCHEMA_VERSION
+    from ..exports.document_files import UnreadableDocument, read_document
+    from ..exports.watch_diff import is_watch_report
+
     try:
         file, document = read_document(path)
     except UnreadableDocument as exc:
@@ -74,7 +78,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except (ValueError, ReportFileError) as exc:
         print(f"sdpa-tui compare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from rich.console import Console  # here: the CLI imports this module to build its parser
+    from rich.console import Console
 
     if a_watch:
         from ..exports import watch_diff as views

@@ -10,10 +10,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .session import Session
 from .status import Status
+
+if TYPE_CHECKING:  # the CLI imports this module for parse_devices at every start: the session model is not needed
+    from .session import Session
 
 OUTLIER_THRESHOLD = 0.10
 """A GPU whose median is more than 10 % above the others' (same kernel) is named."""

@@ -40,6 +40,7 @@ from ..core.session import Session
 from ..core.workload import Workload
 from ..device_choice import find_gpus
 from ..engine.device_engines import DeviceEngines, engine_device
+from ..engine.early_start import Relay, can_run_live
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.host_cpu import cpu_pressure
 from .app import SdpaApp
@@ -47,14 +48,6 @@ from .exit_signals import exit_on_signals
 from .gpu_switching import host_gpu_source
 from .live_app import LiveApp
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords
-
-SERVED_DRIVER = "textual.drivers.web_driver:WebDriver"
-"""The ``TEXTUAL_DRIVER`` textual-serve sets for the app process of each browser session."""
-
-
-def served_by_textual_serve() -> bool:
-    """Whether this process is a browser session started by ``sdpa-tui serve`` (no TTY, by design)."""
-    return os.environ.get("TEXTUAL_DRIVER") == SERVED_DRIVER
 
 
 def make_app(
@@ -67,10 +60,12 @@ def make_app(
     engine_memory_mib: float = ENGINE_MEMORY_MIB,
     devices: tuple[int, ...] | None = None,
     app_class: type[LiveApp] | None = None,
+    started: tuple[EngineSupervisor, Relay] | None = None,
 ) -> SdpaApp:
     """The real app: an engine process for ``device`` (or one per GPU in ``devices``, side by
     side) and an NVML poller for every GPU of the host. ``app_class``: a :class:`LiveApp`
-    subclass (``sdpa-tui watch``'s)."""
+    subclass (``sdpa-tui watch``'s); ``started``: the engine the command line started before the UI was imported
+    (``engine/early_start.py``), and the relay that kept what it said meanwhile."""
     # Spawning the engine needs multiprocessing's resource tracker, which passes on
     # sys.stderr's descriptor: start it now, while sys.stderr is the real one (a running
     # Textual app replaces it with an object that has none).
@@ -89,16 +84,24 @@ def make_app(
         app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
                                    on_event=lambda i, event: app.post_message(DeviceEvent(i, event)), gpus=engines_see)
         return app
-    app.engine = EngineSupervisor(
-        device,
-        on_records=lambda records: app.post_message(EngineRecords(records)),
-        on_event=lambda event: app.post_message(EngineEvent(event)),
-    )
+    def on_records(records: list) -> None:
+        app.post_message(EngineRecords(records))
+
+    def on_event(event: object) -> None:
+        app.post_message(EngineEvent(event))
+
+    if started is not None:
+        app.engine, relay = started
+        relay.connect(on_records, on_event)
+        return app
+    app.engine = EngineSupervisor(device, on_records=on_records, on_event=on_event)
     return app
 
 
-def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
+def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...],
+            started: tuple[EngineSupervisor, Relay] | None = None) -> int:
+    """``started``: the engine the command line started before importing the UI (``engine/early_start.py``)."""
+    if not can_run_live():
         print(
             "sdpa-tui: no terminal here (stdin/stdout is not a TTY). "
             "For scripts and CI use: sdpa-tui report [options] (--json/--markdown to save)",
@@ -107,7 +110,7 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         return 2
     app = make_app(workload, backends, args.device, os.path.expanduser(args.export_dir),
                    legacy_api=args.legacy_api, priority=args.priority, engine_memory_mib=args.engine_memory_mib,
-                   devices=getattr(args, "devices", None))
+                   devices=getattr(args, "devices", None), started=started)
     app.watch_terminal = True
     server = None
     if getattr(args, "metrics_port", None) is not None:
@@ -118,6 +121,7 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         try:
             server = serve_metrics(app.metrics, args.metrics_port, args.metrics_address)
         except MetricsServerError as exc:
+            app.engine.stop()  # started already when the command line started it early
             print(f"sdpa-tui: error: {exc}", file=sys.stderr)
             return 2
     app.engine.start()  # import torch overlaps the UI's own start; the app's mount finds it started

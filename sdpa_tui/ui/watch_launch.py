@@ -15,8 +15,9 @@ import time
 
 from ..core.backends import ALL_BACKENDS
 from ..core.workload import Workload
+from ..engine.early_start import can_run_live
 from .exit_signals import exit_on_signals
-from .launch import make_app, served_by_textual_serve
+from .launch import make_app
 from .watch_app import WatchApp
 
 KEEP_LOGS = 10
@@ -56,7 +57,7 @@ def make_watch_app(watched, log_path: str, device: str = "auto") -> WatchApp:
 
 def run_watch_app(watched, advisor=None) -> int:
     """The program's exit code when it ended by itself; 0 when the user stopped it; 128+N on signal N."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()) and not served_by_textual_serve():
+    if not can_run_live():
         print("sdpa-tui watch: no terminal here (stdin/stdout is not a TTY); use: sdpa-tui watch --report calls.json -- ...",
               file=sys.stderr)
         return 2
