@@ -31,8 +31,6 @@ from .background_input import BackgroundInput
 from .configuration_keys import ConfigurationKeys
 from .gpu_switching import GpuSwitching
 from .messages import GpuUpdate
-from .screens.help import HelpScreen
-from .screens.sweep import SweepScreen
 from .snapshots import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
 from .widgets.dispatch_panel import DispatchPanel
@@ -263,9 +261,13 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
             self.engine.set_paused(was_paused)
             self.status("sweep closed; measuring again" if not was_paused else "sweep closed")
 
+        from .screens.sweep import SweepScreen  # here, as the help: not on the way to the first frame
+
         self.push_screen(SweepScreen(self.session.workload, self.session.enabled, self.device, env.is_cpu), done)
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen  # Textual's Markdown: 60-80 ms of imports before the first frame
+
         self.push_screen(HelpScreen(self.BINDINGS))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
