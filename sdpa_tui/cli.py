@@ -233,8 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_serve(args, workload, backends)
     from .engine.early_start import can_run_live, start_engine_early
 
-    # The live monitor: its engine (which imports torch for seconds) starts before Textual is imported
-    started = start_engine_early(args.device) if getattr(args, "devices", None) is None and can_run_live() else None
+    # The live monitor: its engine (which imports torch for seconds) starts before Textual is imported; not with
+    # --devices (an engine per GPU) nor --metrics-port (a port in use must end the command before any engine starts)
+    early = getattr(args, "devices", None) is None and getattr(args, "metrics_port", None) is None and can_run_live()
+    started = start_engine_early(args.device) if early else None
     from .ui.launch import run_app
 
     return run_app(args, workload, backends, started)

@@ -38,22 +38,37 @@ def test_records_from_another_thread_while_connecting_keep_their_order():
 
 
 PROBE = """
-import sys
+import sys, types
 import sdpa_tui.engine.early_start as early
 
 def started_early(device):
     print("textual imported:", "textual" in sys.modules, "torch imported:", "torch" in sys.modules, "device:", device)
-    raise SystemExit(0)
+    return "engine", "relay"
+
+def run_app(args, workload, backends, started=None):  # stands in for the UI's: prints what it was handed
+    print("run_app got:", started)
+    return 0
 
 early.can_run_live = lambda: True
 early.start_engine_early = started_early
+sys.modules["sdpa_tui.ui.launch"] = types.SimpleNamespace(run_app=run_app)
 from sdpa_tui.cli import main
-main(["--device", "cpu", "--seq", "64"])
+sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_the_live_monitor_starts_its_engine_before_textual_is_imported():
+def probe(*argv: str) -> list[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "textual imported: False torch imported: False device: cpu"
+    return proc.stdout.strip().splitlines()
+
+
+def test_the_live_monitor_starts_its_engine_before_textual_is_imported():
+    assert probe("--device", "cpu", "--seq", "64") == [
+        "textual imported: False torch imported: False device: cpu", "run_app got: ('engine', 'relay')"]
+
+
+def test_with_a_metrics_port_the_engine_waits_for_the_port_to_be_bound():
+    """A port in use ends the command with one line before any engine starts (tests/test_exporter.py)."""
+    assert probe("--device", "cpu", "--seq", "64", "--metrics-port", "0") == ["run_app got: None"]

@@ -121,7 +121,8 @@ class EngineSupervisor:
     def stop(self) -> None:
         self._stop.set()
         self._retry.set()
-        self._thread.join(10.0)
+        if self._thread.ident is not None:  # never started (the app refused to run): nothing to wait for
+            self._thread.join(10.0)
         client = self.client
         if client:
             client.stop()
