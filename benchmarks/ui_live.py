@@ -112,7 +112,8 @@ def main() -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.pythonpath, os.environ.get("PYTHONPATH")) if p)
     startup_file = Path(tempfile.mkdtemp(prefix="sdpa-tui-startup-")) / "startup.json"
     start = time.monotonic()
-    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40",
+    # started in --pythonpath: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH
+    tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", "-c", args.pythonpath,
          f"exec env SDPA_TUI_STARTUP_TIMES={shlex.quote(str(startup_file))} {args.command} --device {args.device}")
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
