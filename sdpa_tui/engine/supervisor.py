@@ -121,8 +121,7 @@ class EngineSupervisor:
     def stop(self) -> None:
         self._stop.set()
         self._retry.set()
-        if self._thread.ident is not None:  # never started (the app refused to run): nothing to wait for
-            self._thread.join(10.0)
+        self._thread.join(10.0)
         client = self.client
         if client:
             client.stop()

@@ -266,7 +266,7 @@ class SdpaApp(GpuSwitching, BackgroundInput, ConfigurationKeys, App):
         self.push_screen(SweepScreen(self.session.workload, self.session.enabled, self.device, env.is_cpu), done)
 
     def action_help(self) -> None:
-        from .screens.help import HelpScreen  # Textual's Markdown: 60-80 ms of imports before the first frame
+        from .screens.help import HelpScreen  # with Textual's Markdown: 82-94 ms of imports (VM)
 
         self.push_screen(HelpScreen(self.BINDINGS))
 

@@ -121,7 +121,6 @@ def run_app(args: argparse.Namespace, workload: Workload, backends: tuple[Backen
         try:
             server = serve_metrics(app.metrics, args.metrics_port, args.metrics_address)
         except MetricsServerError as exc:
-            app.engine.stop()  # a no-op unless it was started
             print(f"sdpa-tui: error: {exc}", file=sys.stderr)
             return 2
     app.engine.start()  # import torch overlaps the UI's own start; the app's mount finds it started
