@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that must be seen on a GPU, in one call on the GPU machine:
 #   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui] ...   (default: the first six)
-# Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex
+# Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex;
+# a compiled call given a mask, watch against an independent benchmark: ... compiled-mask
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -277,6 +278,13 @@ log() { echo "=== $*"; }
       COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-flex-cuda.json" -- \
         python3 tests/watch_programs/flex_cases.py cuda > "$OUT/r/calls-flex-cuda.txt" 2>&1
       echo "watch exit=$?"; cat "$OUT/r/calls-flex-cuda.txt"
+      ;;
+    compiled-mask)
+      log "watch's cost of a compiled call given a mask (pytorch#177712's pattern) against benchmarks/compiled_mask_cost.py (~2 min)"
+      COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-compiled-mask.json" -- \
+        python3 tests/watch_programs/compiled_mask.py cuda bfloat16 20 > "$OUT/r/calls-compiled-mask.txt" 2>&1
+      echo "watch exit=$?"; cat "$OUT/r/calls-compiled-mask.txt"
+      python3 benchmarks/compiled_mask_cost.py --json "$OUT/r/compiled-mask-cost.json"
       ;;
     esac
   done
