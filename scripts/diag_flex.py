@@ -1,8 +1,10 @@
 """FlexAttention (compiled, with the block mask equal to SDPA's mask) against SDPA's backends, per call.
 
 Cases: causal, a key-padding mask (a quarter of the keys padded in half the batch) and no mask, in bf16.
-Each time is the median of CUDA-event timings over 20 repetitions of 10 calls, forward and forward+backward;
-the compile time of the first flex call is printed apart. Outputs are compared with SDPA's (max abs error).
+Each time is the median of CUDA-event timings over 20 repetitions of 10 calls, forward and forward+backward, with
+inputs that require grad; flex's forward again without grad (as watch's lab measures a program's no-grad calls), by
+the events and by torch.profiler's kernel durations (the GPU's own work, host gaps left out). The compile time of
+the first flex call is printed apart. Outputs are compared with SDPA's (max abs error).
 Usage: python3 scripts/diag_flex.py OUT.json
 """
 
@@ -36,6 +38,17 @@ def timed(fn, backward: bool) -> float:
         b.synchronize()
         times.append(a.elapsed_time(b) * 100.0)  # µs per call
     return statistics.median(times)
+
+
+def kernels_us(fn, calls: int = 10) -> float:
+    """The summed durations of the GPU work torch.profiler records over ``calls`` calls, per call."""
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return sum(e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA) / calls
 
 
 CASES = [("causal", (4, 16, 2048, 128)), ("padded keys", (8, 16, 1024, 64)), ("no mask", (4, 16, 2048, 128))]
@@ -75,6 +88,11 @@ for case, shape in CASES:
     row["sdpa_pick_fwd_us"] = timed(lambda: F.scaled_dot_product_attention(q, k, v, **sdpa_kw), False)
     row["flex_fwd_us"] = timed(lambda: flex(q, k, v, block_mask=block), False)
     row["flex_fwdbwd_us"] = timed(lambda: flex(q, k, v, block_mask=block), True)
+    qd, kd, vd = (t.detach() for t in (q, k, v))
+    with torch.no_grad():
+        row["flex_fwd_nograd_us"] = timed(lambda: flex(qd, kd, vd, block_mask=block), False)
+        row["flex_fwd_nograd_kernels_us"] = kernels_us(lambda: flex(qd, kd, vd, block_mask=block))
+    row["flex_fwd_grad_kernels_us"] = kernels_us(lambda: flex(q, k, v, block_mask=block))
     rows.append(row)
     print(json.dumps(row), flush=True)
 with open(sys.argv[1], "w") as f:

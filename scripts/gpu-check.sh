@@ -271,6 +271,20 @@ log() { echo "=== $*"; }
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_devices_cuda.py \
         tests/test_watch_distributed.py 2>&1 | tail -5
       ;;
+    two-gpus-short)
+      # after a change to the engine's devices: both GPUs idle, GPU 1 loaded, the cuda tests (about 5 minutes)
+      log "report --devices all, idle"
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-idle.json" | tail -12
+      log "report --devices all, GPU 1 shared with a neighbour (80 % busy, 4 GiB)"
+      CUDA_VISIBLE_DEVICES=1 python3 scripts/busy_box.py --gpu-duty 0.8 --gpu-mib 4096 --seconds 60 &
+      busy=$!; sleep 10
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-loaded.json" | tail -12
+      kill $busy; wait $busy
+      log "cuda tests of --devices and of watch's ranks"
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda tests/test_devices_cuda.py \
+        tests/test_watch_distributed.py 2>&1 | tail -15
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      ;;
     flex)
       log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_flex_alternative.py 2>&1 | tail -5

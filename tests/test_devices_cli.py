@@ -4,6 +4,8 @@ when wrong; ``report --devices`` with real engine processes."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +148,44 @@ def test_report_with_two_engines_at_once(tmp_path, monkeypatch, capsys) -> None:
 def test_sweep_refuses_devices(monkeypatch, capsys) -> None:
     fake_pynvml.install(monkeypatch, [FakeGpu(), FakeGpu()])
     assert "not to sweep" in refuse(["--devices", "all", "sweep"], capsys)
+
+
+def test_the_reports_gpu_state_names_other_processes_not_its_own_engines() -> None:
+    """On two H200s (2026-11-26) each GPU's state read "shared: pid …" for the report's own engines and profiler
+    processes, which its threads had started: only a process outside this one's tree is another user."""
+    import threading
+
+    from sdpa_tui.commands.report_devices import GpuStates
+    from sdpa_tui.telemetry.host_gpus import HostGpus
+    from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
+
+    sleep = [sys.executable, "-c", "import subprocess, sys, time; "
+             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"]
+    started: list[subprocess.Popen] = []
+    thread = threading.Thread(target=lambda: started.append(subprocess.Popen(sleep)))  # an engine's way
+    thread.start()
+    thread.join()
+    # another user's process: its parent exits at once, so it is no longer in this process's tree
+    stranger = int(subprocess.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+                                  check=True).stdout)
+    try:
+        from sdpa_tui.engine.client import child_pids
+
+        engine = started[0]
+        for _ in range(100):  # until the engine has started its own child (its "profiler process")
+            if child_pids(engine.pid):
+                break
+            threading.Event().wait(0.05)
+        [profiler] = child_pids(engine.pid)
+        processes = tuple(GpuProcess(pid, 1 << 30, "python3") for pid in (engine.pid, profiler, stranger))
+        states = GpuStates()
+        states.add(HostGpus((GpuSnapshot(index=0, processes=processes), GpuSnapshot(index=1, processes=())),))
+        assert states.text() == {0: f"shared: pid {stranger} python3", 1: "ok"}
+    finally:
+        from sdpa_tui.engine.client import descendants
+
+        for pid in (stranger, *descendants(started[0].pid)):
+            os.kill(pid, signal.SIGKILL)
+        for proc in started:
+            proc.kill()
+            proc.wait()

@@ -30,6 +30,19 @@ def test_report_devices_all_on_every_gpu(tmp_path) -> None:
     assert min(g["ratio_to_fastest"] for g in gpus) == 1.0
     # each engine ran on its own GPU: the device each reported matches the NVML index asked for
     assert [d["report"]["environment"]["device"] for d in data["devices"]] == [f"cuda:{i}" for i in range(count)]
+    # and timed its own GPU: an engine on cuda:1 that left cuda:0 current timed cuda:0's idle stream, so its
+    # GPU/call fell to 0.0 µs or doubled, and its matmul peak read 3.9e+06 TFLOP/s (two H200s, 2026-11-26)
+    for device in data["devices"]:
+        report = device["report"]
+        assert all(0 < peak["tflops"] < 5000 for peak in report["peak_tflops"].values()), report["peak_tflops"]
+        for row in report["backends"]:
+            if row["status"] == "ok":  # a CUDA graph of the calls cannot run faster than its kernels
+                assert row["gpu_us"] >= 0.8 * row["kernel_us"], (device["gpu"], row["backend"], row["gpu_us"])
+    peaks = [max(p["tflops"] for p in d["report"]["peak_tflops"].values()) for d in data["devices"]]
+    names = [d["report"]["environment"]["device_name"] for d in data["devices"]]
+    for name in set(names):  # GPUs of one model measure one matmul peak, within a few percent
+        same = [p for p, n in zip(peaks, names) if n == name]
+        assert max(same) < 1.25 * min(same), (name, same)
 
 
 @pytest.mark.cuda

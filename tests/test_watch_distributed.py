@@ -56,6 +56,24 @@ def test_a_rank_that_raises_leaves_a_complete_report_and_the_jobs_exit_code(tmp_
     assert any(n.startswith("rank 0 (pid") and "SIGTERM" in n for n in report["notes"])
 
 
+@pytest.mark.cuda
+def test_a_torchrun_job_on_gpus_gives_each_ranks_device_kernels_and_torchs_reasons(tmp_path):
+    import torch
+
+    proc, report = watch(tmp_path, *TORCHRUN, str(PROGRAMS / "ranks.py"), "--device", "cuda")
+    assert proc.returncode == 0, proc.stderr
+    both = rows(report)[(1, 2, 16, 8), (1, 2, 16, 8)]
+    assert both["ranks"] == [0, 1] and both["count"] == 200 + 300
+    gpus = torch.cuda.device_count()
+    assert {r: c["devices"] for r, c in both["per_rank"].items()} == {"0": ["cuda:0"], "1": [f"cuda:{1 % gpus}"]}
+    assert all(c["kernel_us"]["n"] > 0 and c["kernel_us"]["median"] > 0 for c in both["per_rank"].values())
+    # fp32 keeps cuDNN and Flash out; a rank's c10 log lines start "[rank0]:", which once hid torch's reason and
+    # left it on the program's stderr (two H200s, 2026-11-26)
+    assert all("no reason" not in why and why for why in both["why_not"].values()), both["why_not"]
+    assert "dtype" in both["why_not"]["FLASH_ATTENTION"]
+    assert "Expected query, key and value" not in proc.stderr
+
+
 @pytest.mark.skipif(shutil.which("torchrun") is None, reason="no torchrun on PATH")
 def test_torchrun_itself_as_the_command(tmp_path):
     proc, report = watch(tmp_path, "torchrun", "--nproc_per_node", "2", "--standalone", str(PROGRAMS / "ranks.py"))

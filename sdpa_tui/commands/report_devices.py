@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,6 +21,7 @@ from ..core.gpu_compare import GpuResult, clock_for, comparison_dict, find_outli
 from ..core.session import Session
 from ..core.workload import Workload
 from ..engine import device_engines
+from ..engine.client import descendants
 from ..engine.headless import EngineFailed, Progress, measure
 from ..exit_codes import EXIT_ENGINE
 from ..exports.atomic import write_text_atomic
@@ -39,13 +41,15 @@ class GpuStates:
         self._seen: dict[int, set[str]] = {}
 
     def add(self, host: HostGpus) -> None:
+        ours = descendants(os.getpid())  # the engines and their profiler processes share nothing with a user
         with self._lock:
             for gpu in host.gpus:
                 seen = self._seen.setdefault(gpu.index, set())
                 if gpu.throttled:
                     seen.update(f"throttled: {r}" for r in gpu.clock_event_reasons or ())
                 for p in gpu.other_processes:
-                    seen.add(f"shared: pid {p.pid} {p.name}".strip())
+                    if p.pid not in ours:
+                        seen.add(f"shared: pid {p.pid} {p.name}".strip())
 
     def text(self) -> dict[int, str]:
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 from typing import Any
 
@@ -12,12 +13,32 @@ from .worker import main as worker_main
 
 
 def child_pids(pid: int) -> tuple[int, ...]:
-    """The children of ``pid`` (Linux /proc; none elsewhere or once it is gone)."""
+    """The children of ``pid``, whichever of its threads started them (Linux /proc; none elsewhere or once it is
+    gone): a report measuring several GPUs starts each engine from its own thread."""
+    found: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-            return tuple(int(p) for p in f.read().split())
-    except (OSError, ValueError):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return ()
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return tuple(dict.fromkeys(found))
+
+
+def descendants(pid: int) -> frozenset[int]:
+    """``pid``'s children, their children and so on: this process's engines and their profiler processes."""
+    seen: set[int] = set()
+    todo = list(child_pids(pid))
+    while todo:
+        child = todo.pop()
+        if child not in seen:
+            seen.add(child)
+            todo.extend(child_pids(child))
+    return frozenset(seen)
 
 
 class EngineClient:

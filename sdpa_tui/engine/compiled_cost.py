@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.compiled_twins import CompiledCost, CostSpec
+from .environment import make_current
 
 CALLS = 5
 REPEATS = 7
@@ -75,6 +76,7 @@ def _per_call_us(fn, backward: bool, grad: torch.Tensor, cuda: bool) -> float:
 
 def measure(spec: CostSpec) -> CompiledCost:
     cuda = spec.device.startswith("cuda")
+    make_current(torch.device(spec.device))
     q, k, v = _inputs(spec)
     grad = torch.randn_like(q)
     graph_mask = _mask(spec.mask, spec.mask_shape, spec.mask_strides, spec.device)

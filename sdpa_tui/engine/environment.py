@@ -31,6 +31,17 @@ def resolve_device(requested: str) -> tuple[torch.device, tuple[str, ...]]:
     return device, ()
 
 
+def make_current(device: torch.device) -> None:
+    """Make ``device`` the process's current GPU, before any CUDA work.
+
+    CUDA events, graphs' capture streams and the default stream belong to the current device:
+    an engine on cuda:1 that left cuda:0 current timed cuda:0's idle stream (its GPU/call and
+    matmul peak were nonsense, seen on two H200s) and made a context there.
+    """
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+
 def _why_no_gpu() -> str:
     """Why no GPU can be used here ("" when one can)."""
     if torch.version.cuda is None and torch.version.hip is None:

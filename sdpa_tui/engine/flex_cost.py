@@ -28,6 +28,7 @@ from .call_memory import peak_extra_bytes
 from .calls import Inputs
 from .clocks import GraphClock, calls_for, eager_us
 from .compiled_cost import profiled_kernel_us
+from .environment import make_current
 from .quality import compare, reference_output
 
 SAMPLES = 15
@@ -64,6 +65,7 @@ def _step(flex: Callable[..., torch.Tensor], inputs: Inputs, mask: BlockMask | N
 
 def measure(spec: FlexSpec, flex: Callable[..., torch.Tensor]) -> FlexCost:
     device = torch.device(spec.device)
+    make_current(device)
     inputs = Inputs.make(spec.workload, device)
     mask = block_mask(spec.workload, device)
     step = _step(flex, inputs, mask)

@@ -18,7 +18,7 @@ from . import cpu_threads, dispatch, host_memory, profiler_guard
 from .accuracy_peaks import AccuracyAndPeaks
 from .calls import Inputs
 from .channel import Channel
-from .environment import describe, resolve_device
+from .environment import describe, make_current, resolve_device
 from .host_growth import HostGrowth
 from .output_capture import OutputCapture
 from .profiler_client import ProfilerClient, ProfilerFailed
@@ -61,6 +61,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
     # -- main loop -----------------------------------------------------------------------
     def run(self) -> None:
         self.device, notes = resolve_device(self.device_request)
+        make_current(self.device)
         self.startup.mark("cuda_init")
         profiler_guard.install()
         if self.device.type == "cpu":

@@ -29,6 +29,7 @@ _CAN_USE = {
 }
 _FLAG_OFF = FLAG_OFF + " (sdpa_kernel, or torch.backends.cuda.enable_{}_sdp(False))"
 _WARNING_PREFIX = re.compile(r"^Warning:\s*")
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:")  # c10's log prefix once torch.distributed is initialised
 _FUNCTION_SUFFIX = re.compile(r"\s*\(function [\w:<>~]+\)\s*$")
 _FLAG_WORD = {Backend.FLASH: "flash", Backend.EFFICIENT: "mem_efficient", Backend.CUDNN: "cudnn", Backend.MATH: "math"}
 
@@ -129,6 +130,7 @@ def _with_fd2_read(fn):
         text = capture.read().decode(errors="replace")
     lines, others = [], []
     for raw in text.splitlines():
+        raw = _RANK_PREFIX.sub("", raw)
         line = clean_message(raw.split("] ", 1)[1] if raw.startswith("[W") and "] " in raw else raw)
         line = _FUNCTION_SUFFIX.sub("", _WARNING_PREFIX.sub("", line)).strip()
         if not line:
