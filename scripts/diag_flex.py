@@ -5,12 +5,14 @@ Each time is the median of CUDA-event timings over 20 repetitions of 10 calls, f
 inputs that require grad; flex's forward again without grad (as watch's lab measures a program's no-grad calls), by
 the events and by torch.profiler's kernel durations (the GPU's own work, host gaps left out). The compile time of
 the first flex call is printed apart. Outputs are compared with SDPA's (max abs error).
-Usage: python3 scripts/diag_flex.py OUT.json
+Usage: python3 scripts/diag_flex.py OUT.json [--case causal|padded|none] [--static] [--padding eighth]
+(``--case``: that case alone, in a process of its own; ``--static``: Dynamo's automatic dynamic shapes off, so a
+later case of another shape compiles for its own sizes again.)
 """
 
+import argparse
 import json
 import statistics
-import sys
 import time
 
 import torch
@@ -18,6 +20,16 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("--case", choices=("causal", "padded", "none"))
+parser.add_argument("--static", action="store_true")
+parser.add_argument("--padding", choices=("quarter-half", "eighth"), default="quarter-half",
+                    help="quarter-half: a quarter of the keys padded in half the batch; eighth: the last eighth of "
+                         "the keys in every sequence, as sdpa-tui's lab pads them")
+args = parser.parse_args()
+if args.static:
+    torch._dynamo.config.automatic_dynamic_shapes = False
 flex = torch.compile(flex_attention)
 
 
@@ -52,13 +64,18 @@ def kernels_us(fn, calls: int = 10) -> float:
 
 
 CASES = [("causal", (4, 16, 2048, 128)), ("padded keys", (8, 16, 1024, 64)), ("no mask", (4, 16, 2048, 128))]
+if args.case:
+    CASES = [c for c in CASES if c[0].startswith(args.case.replace("none", "no mask"))]
 rows = []
 for case, shape in CASES:
     B, H, S, D = shape
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     grad = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
     lengths = torch.full((B,), S, device="cuda")
-    lengths[: B // 2] = S * 3 // 4
+    if args.padding == "eighth":
+        lengths[:] = S - S // 8
+    else:
+        lengths[: B // 2] = S * 3 // 4
     keep = torch.arange(S, device="cuda")[None, :] < lengths[:, None]  # [B, S]
     if case == "causal":
         sdpa_kw = {"is_causal": True}
@@ -95,5 +112,6 @@ for case, shape in CASES:
     row["flex_fwd_grad_kernels_us"] = kernels_us(lambda: flex(q, k, v, block_mask=block))
     rows.append(row)
     print(json.dumps(row), flush=True)
-with open(sys.argv[1], "w") as f:
-    json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+with open(args.out, "w") as f:
+    json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "case": args.case,
+               "static": args.static, "rows": rows}, f, indent=1)

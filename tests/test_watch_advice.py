@@ -83,7 +83,7 @@ def test_watch_advises_flash_for_a_call_kept_on_math_on_the_cpu(tmp_path):
     flex = next(a for a in call["alternatives"] if a["variant"] == "flex_attention")
     assert flex["backend"] == "FLEX_ATTENTION" and flex["leaves_sdpa"] is True and flex["gpu_us"] is None
     assert flex["eager_us"] > 0 and flex["error"] < 1e-5, "the block mask gives SDPA's output (fp32, no mask here)"
-    assert "flex(q, k, v)" in flex["code"] and "the first call compiles (here" in flex["code"]
+    assert "flex(q, k, v)" in flex["code"] and "the first call of a shape compiles (here" in flex["code"]
 
 
 def test_no_advice_measures_nothing(tmp_path):

@@ -105,6 +105,8 @@ def test_crash_keeps_calls_traceback_and_exit_code(tmp_path):
     assert report["calls"][0]["count"] == 2
     assert "crashed on purpose" in report["error"] and "crash.py" in report["error"]
     assert "crashed on purpose" in proc.stderr  # the program's own stderr stays its own
+    # the summary prints the traceback as written: "[b, kv_idx]" once vanished as a Rich style tag
+    assert "the program raised:" in proc.stdout and "crashed on purpose at key_keep[b, kv_idx]" in proc.stdout
 
 
 def lines_until(stream, done, timeout_s: float = 120.0) -> list[str]:

@@ -81,7 +81,7 @@ def flex_code(workload: Workload, compile_s: float | None = None) -> str:
     took = f" (here {compile_s:.1f} s)" if compile_s is not None else ""
     names = "create_block_mask, flex_attention" if w.mask in MASK_MODS else "flex_attention"
     lines = [f"from torch.nn.attention.flex_attention import {names}",
-             f"flex = torch.compile(flex_attention)  # once; the first call compiles{took}"]
+             f"flex = torch.compile(flex_attention, dynamic=False)  # once; the first call of a shape compiles{took}"]
     mask = ""
     if w.mask in MASK_MODS:
         batch = "q.shape[0]" if w.mask == "padding" else "None"

@@ -3,8 +3,9 @@
 ``python -m sdpa_tui.engine.flex_cost`` reads ``{"specs": [FlexSpec, ...]}`` as JSON on stdin and writes one JSON
 line per spec on stdout, in order: ``{"cost": FlexCost}``, or ``{"error": "..."}`` where that workload could not be
 measured. The inputs are the lab's own (``calls.Inputs``: the same Q, K, V, mask and output gradient as the SDPA
-backends were measured on); ``torch.compile(flex_attention)`` runs with the block mask equal to the workload's mask
-(causal: ``q_idx >= kv_idx``; padding: the last eighth of the keys, as ``Inputs`` masks them). Clocks, as the lab's:
+backends were measured on); ``torch.compile(flex_attention, dynamic=False)`` runs with the block mask equal to the
+workload's mask (causal: ``q_idx >= kv_idx``; padding: ``key_keep[b, kv_idx]``, read from the lab's [batch, kv_len]
+mask, which pads the last eighth of the keys). Clocks, as the lab's:
 eager (back-to-back calls host-timed, one synchronize) and, on a GPU, GPU/call (a CUDA graph of the calls replayed)
 and the kernel time (torch.profiler's summed GPU activities per call). The error is against float64 MATH on the same
 inputs, as every backend's. On the CPU it times with the engine's threads (``cpu_threads``). The first call's compile
@@ -22,7 +23,6 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from ..core.flex_alternative import FlexCost, FlexSpec, refusal
-from ..core.workload import Workload
 from . import cpu_threads
 from .call_memory import peak_extra_bytes
 from .calls import Inputs
@@ -38,14 +38,18 @@ EAGER_TARGET_US = 2_000.0
 GRAPH_REPLAYS = 4
 
 
-def block_mask(w: Workload, device: torch.device) -> BlockMask | None:
-    """The block mask equal to the lab's mask for ``w`` (``calls.Inputs``)."""
+def block_mask(inputs: Inputs) -> BlockMask | None:
+    """The block mask equal to the lab's mask (``calls.Inputs``), its ``mask_mod`` the one the advice's code has
+    (``flex_alternative.MASK_MODS``): a key-padding mask is read from a [batch, kv_len] tensor, as a program's own
+    mask would be. (A mask_mod that compared ``kv_idx`` with a constant ran 124 µs a call where the tensor read ran
+    167, on an H100 at [8, 16, 1024, 64] bf16: the advice would have timed code it does not give.)"""
+    w, device = inputs.workload, inputs.q.device
     if w.mask == "causal":
         return create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, w.seq, w.kv_seq,
                                  device=device)
-    if w.mask == "padding":
-        keep = w.kv_seq - w.kv_seq // 8
-        return create_block_mask(lambda b, h, q_idx, kv_idx: kv_idx < keep, None, None, w.seq, w.kv_seq,
+    if w.mask == "padding" and inputs.mask is not None:
+        key_keep = inputs.mask[:, 0, 0, :]  # [batch, kv_len]
+        return create_block_mask(lambda b, h, q_idx, kv_idx: key_keep[b, kv_idx], w.batch, None, w.seq, w.kv_seq,
                                  device=device)
     return None
 
@@ -67,7 +71,7 @@ def measure(spec: FlexSpec, flex: Callable[..., torch.Tensor]) -> FlexCost:
     device = torch.device(spec.device)
     make_current(device)
     inputs = Inputs.make(spec.workload, device)
-    mask = block_mask(spec.workload, device)
+    mask = block_mask(inputs)
     step = _step(flex, inputs, mask)
     started = time.monotonic()
     step()  # compiles
@@ -97,7 +101,9 @@ def measure(spec: FlexSpec, flex: Callable[..., torch.Tensor]) -> FlexCost:
 def main() -> int:
     specs = [FlexSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so FlexAttention is timed as the backends were
-    flex = torch.compile(flex_attention)
+    # each workload compiled for its own sizes: after a second shape, Dynamo's automatic dynamic shapes made kernels
+    # for any size, slower (scripts/diag_flex.py on an H100: 372 µs a call against 306 at [4, 16, 2048, 128] bf16)
+    flex = torch.compile(flex_attention, dynamic=False)
     for spec in specs:
         why = refusal(spec.workload, spec.device)
         try:

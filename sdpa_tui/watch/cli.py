@@ -86,6 +86,7 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
 
 def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     from ..core.compiled_twins import cost_lines
     from .tables import calls_table, compiled_lines, footnotes, why_not_lines
@@ -99,21 +100,27 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
     if advisor is not None and report.rows:
         advisor(report)
     console = Console(stderr=False)
+
+    def say(line: str) -> None:  # torch's words, code and tracebacks hold brackets Rich would take for markup
+        console.print(line, markup=False)
+
     console.print(calls_table(report))
     for i, row in enumerate(report.rows):
-        console.print(f"[bold]{row.signature.describe()}[/] at {row.site}: chose {row.backend or 'none'}")
+        console.print(Text.assemble((row.signature.describe(), "bold"),
+                                    f" at {row.site}: chose {row.backend or 'none'}"))
         for line in why_not_lines(row):
-            console.print(f"  why not {line}")
+            say(f"  why not {line}")
         for line in compiled_lines(row):
-            console.print(f"  {line}")
+            say(f"  {line}")
         advice = report.advice[i] if i < len(report.advice) else None
         if advice is not None and advice.compiled_cost is not None:
             for line in cost_lines(advice.compiled_cost):
-                console.print(f"  {line}")
+                say(f"  {line}")
     for line in footnotes(report):
-        console.print(line)
+        say(line)
     if report.error:
-        console.print("[red]the program raised:[/]\n" + report.error.rstrip(), markup=True, highlight=False)
+        console.print("[red]the program raised:[/]")
+        console.print(report.error.rstrip(), markup=False, highlight=False)
     try:
         write_text_atomic(report_path, json.dumps(report.to_dict(), indent=2) + "\n")
     except OSError as exc:  # its strerror: the exception names the temporary file, not the report
