@@ -285,6 +285,22 @@ log() { echo "=== $*"; }
         tests/test_watch_distributed.py 2>&1 | tail -15
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv
       ;;
+    two-gpus-neighbour)
+      # issue 22's outlier: GPU 1 saturated by a neighbour; then screenshots and q (about 3 minutes)
+      log "report --devices all, GPU 1 saturated by a neighbour (busy 100 %, 4 GiB)"
+      CUDA_VISIBLE_DEVICES=1 python3 scripts/busy_box.py --gpu-duty 1.0 --gpu-mib 4096 --seconds 90 &
+      busy=$!; sleep 10
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-saturated.json" \
+        --markdown "$OUT/r/report-devices-saturated.md" | tail -14
+      kill $busy; wait $busy
+      log "screenshots (overview; --devices all side by side) at 120x40"
+      python3 scripts/gpus_screenshot.py --out "$OUT/r/gpus-shots" --devices all | head -3
+      log "tmux: sdpa-tui --devices all, then q: no process left"
+      tmux new-session -d -s gpus -x 160 -y 50 "python3 -m sdpa_tui --devices all"
+      sleep 25; tmux capture-pane -p -t gpus > "$OUT/r/tmux-devices-all.txt"; tail -8 "$OUT/r/tmux-devices-all.txt"
+      tmux send-keys -t gpus q; sleep 5
+      pgrep -af "sdpa_tui|spawn_main" || echo "no process left"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      ;;
     flex)
       log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_flex_alternative.py 2>&1 | tail -5
