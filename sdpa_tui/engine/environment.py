@@ -38,7 +38,7 @@ def make_current(device: torch.device) -> None:
     an engine on cuda:1 that left cuda:0 current timed cuda:0's idle stream (its GPU/call and
     matmul peak were nonsense, seen on two H200s) and made a context there.
     """
-    if device.type == "cuda":
+    if device.type == "cuda" and device.index is not None:  # bare "cuda" is the current GPU already
         torch.cuda.set_device(device)
 
 
