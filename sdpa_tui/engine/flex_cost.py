@@ -42,7 +42,7 @@ def block_mask(inputs: Inputs) -> BlockMask | None:
     """The block mask equal to the lab's mask (``calls.Inputs``), its ``mask_mod`` the one the advice's code has
     (``flex_alternative.MASK_MODS``): a key-padding mask is read from a [batch, kv_len] tensor, as a program's own
     mask would be. (A mask_mod that compared ``kv_idx`` with a constant ran 124 µs a call where the tensor read ran
-    167, on an H100 at [8, 16, 1024, 64] bf16: the advice would have timed code it does not give.)"""
+    154, 167 in scripts/diag_flex.py, on an H100 at [8, 16, 1024, 64] bf16: the advice timed code it did not give.)"""
     w, device = inputs.workload, inputs.q.device
     if w.mask == "causal":
         return create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, w.seq, w.kv_seq,
