@@ -54,6 +54,14 @@ def test_a_compiled_graph_given_a_mask_eager_code_does_not_pass_is_set_beside_it
     assert row.report_dict()["eager_twin"]["backend"] == "CUDNN_ATTENTION" and row.report_dict()["decomposed"]
 
 
+def test_a_compiled_rows_json_gives_its_masks_strides_in_the_graph():
+    """The strides the graph's mask had, with the 0 that keeps fused backends out (the BERT graph on the H100 got an
+    expanded [8, 1, 512, 512] mask; these strides are MADE-UP of that kind); an eager row's mask has none."""
+    row = _rows(_compiled(backend="MATH", decomposed=True, mask_strides=(512, 512, 1, 0)), _eager())
+    assert row[True].report_dict()["mask"] == {"kind": "bool", "shape": [8, 1, 512, 512], "strides": [512, 512, 1, 0]}
+    assert row[False].report_dict()["mask"] == {"kind": "none", "shape": None}
+
+
 def test_a_profiled_graph_backend_gets_the_measured_difference_per_call():
     row = _rows(_compiled(backend="EFFICIENT_ATTENTION", kernel_us=[98.0] * 5), _eager())[True]
     assert not row.decomposed and backend_cell(row) == "Mem-efficient (compiled); eager picks Math"

@@ -121,7 +121,8 @@ class CallRow:
         return {
             "site": self.site, "module": self.module, "modules": list(self.modules),
             "q_shape": list(s.q_shape), "kv_shape": list(s.kv_shape), "dtype": s.dtype, "device": s.device,
-            "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None},
+            "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None,
+                     **({"strides": list(self.mask_strides)} if self.mask_strides is not None else {})},
             "causal": s.causal, "dropout_p": s.dropout_p, "scale": s.scale, "gqa": s.gqa, "grad": s.grad,
             "flags": list(s.flags), "priority": list(s.priority), "compiled": self.compiled,
             "compiled_fn": self.compiled_fn or None, "count": self.count, "count_exact": self.count_exact,
