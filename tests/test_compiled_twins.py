@@ -107,8 +107,10 @@ def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it
     assert compiled["count"] == eager["count"] == 2 * 3 and compiled["count_exact"]
     assert compiled["site"].startswith("transformers/integrations/sdpa_attention.py:")
     assert "no SDPA kernel runs" in proc.stdout.replace("\n", " ")
-    cost = compiled["advice"]["compiled_cost"]  # the call compiled alone after the run, against eager with its args
-    assert cost["clock"] == "host" and not cost["against_twin"]
+    # the call compiled alone after the run: against the eager calls' own arguments where the graph got another mask
+    # than they pass (torch 2.11 on the CPU), else against eager SDPA with the same arguments (torch 2.14)
+    cost = compiled["advice"]["compiled_cost"]
+    assert cost["clock"] == "host" and cost["against_twin"] == (compiled["eager_twin"] is not None)
     assert cost["compiled_us"] > 0 and cost["eager_us"] > 0 and cost["compiled_fwd_bwd_us"] > cost["compiled_us"]
     assert "measured alone after the run (host time" in " ".join(proc.stdout.split())
     assert eager["advice"]["compiled_cost"] is None
