@@ -27,3 +27,14 @@ def test_short_sessions_keep_everything():
     for i in range(80):
         ring.append(i)
     assert list(ring) == list(range(80)) and not ring.thinned
+
+
+def test_the_bound_is_reached_after_recent_plus_tail_samples_and_kept():
+    ring: HistoryRing[int] = HistoryRing(recent=100, tail_max=50)
+    lengths = []
+    for i in range(10_000):
+        ring.append(i)
+        lengths.append(len(ring))
+    assert lengths[149] == 150, "full at recent + tail_max samples: every sample kept until then"
+    assert max(lengths) == 150 and min(lengths[150:]) >= 100, "then bounded, the recent part always whole"
+    assert list(ring)[0] == 0 and list(ring)[-1] == 9_999

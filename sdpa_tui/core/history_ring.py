@@ -1,6 +1,8 @@
 """A backend's sample history, bounded however long the monitor runs: the newest samples at full resolution, the
-older ones thinned (one in ``TAIL_EVERY`` kept, then halved again whenever the tail fills), so ``history.csv`` still
-covers the whole session and memory stays flat (an H100 soak added 5,031 rows in 8 minutes)."""
+older ones in a tail that starts at full resolution and is halved (every other one dropped) whenever it fills, so
+``history.csv`` still covers the whole session and memory stays flat once ``RECENT + TAIL_MAX`` samples were taken (an
+H100 soak added 5,031 rows in 8 minutes; a tail that kept one in 8 from the start reached the bound only after about
+37,000 samples, hours on the CPU, and a 1-hour soak could not show the memory flat)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ RECENT = 4096
 """Samples kept at full resolution (minutes to an hour at the monitor's rates)."""
 TAIL_MAX = 4096
 """Older samples kept, thinned: when this fills, every other one goes."""
-TAIL_EVERY = 8
+TAIL_EVERY = 1
 """Of the samples leaving the recent part, one in this many enters the tail (at first; the tail thins as it fills)."""
 
 
