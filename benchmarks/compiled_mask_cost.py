@@ -9,7 +9,10 @@ around 10 back-to-back calls (median of 20), which also holds the GPU's idle tim
 compiled function's guards and wrapper show there, not in the kernels). Cases:
 
 - eager, no mask (what the eager program runs);
-- compiled, the expanded mask (what the graph runs: MATH, decomposed by Inductor);
+- compiled, the expanded mask (MATH, decomposed by Inductor) in two layouts: [8, 1, 512, 1] expanded (strides
+  [512, 512, 1, 0]), and [1, 1, 512, 1] expanded (strides [0, 512, 1, 0]), the layout the graph's mask had on the
+  H100 (watch's JSON, ``mask.strides``); each compiled case after ``torch._dynamo.reset()``, so no case inherits
+  another's graphs or dynamic shapes;
 - compiled, no mask; eager, the same mask made contiguous (two ways out).
 
 Then the whole BERT training step, eager and compiled (events, median of 20 steps).
@@ -47,9 +50,10 @@ def per_call_us(fn, backward: bool, grad: torch.Tensor) -> float:
     return statistics.median(times)
 
 
-def kernel_us(fn, backward: bool, grad: torch.Tensor, calls: int = 5) -> tuple[float, list[str]]:
+def kernel_us(fn, backward: bool, grad: torch.Tensor, calls: int = 5) -> tuple[float, dict[str, float]]:
     """The GPU's own work per call: the summed durations of the kernels (memsets and copies too) that torch.profiler
-    records over ``calls`` calls, divided by ``calls``; and one call's kernel names."""
+    records over ``calls`` calls, divided by ``calls``; and each kernel name's share of it (µs a call), in order of
+    first launch."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             out = fn()
@@ -57,31 +61,41 @@ def kernel_us(fn, backward: bool, grad: torch.Tensor, calls: int = 5) -> tuple[f
                 out.backward(grad)
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    names = list(dict.fromkeys(e.name for e in kernels))
-    return sum(e.device_time for e in kernels) / calls, names
+    per_name: dict[str, float] = {}
+    for e in kernels:
+        per_name[e.name] = per_name.get(e.name, 0.0) + e.device_time / calls
+    return sum(e.device_time for e in kernels) / calls, per_name
 
 
 def attention_rows() -> list[dict]:
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     grad = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)
     expanded = torch.ones(B, 1, S, 1, dtype=torch.bool, device="cuda").expand(B, 1, S, S)
+    batch_expanded = torch.ones(1, 1, S, 1, dtype=torch.bool, device="cuda").expand(B, 1, S, S)
 
     def attend(q, k, v, mask):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.1, scale=0.125)
 
-    compiled = torch.compile(attend)
+    def compiled(mask):
+        torch._dynamo.reset()
+        fn = torch.compile(attend)
+        return lambda: fn(q, k, v, mask)
+
     cases = {
-        "eager, no mask": lambda: attend(q, k, v, None),
-        "compiled, expanded mask (stride 0)": lambda: compiled(q, k, v, expanded),
-        "compiled, no mask": lambda: compiled(q, k, v, None),
-        "eager, mask made contiguous": lambda: attend(q, k, v, expanded.contiguous()),
+        "eager, no mask": lambda: (lambda: attend(q, k, v, None)),
+        "compiled, expanded mask (stride 0)": lambda: compiled(expanded),
+        "compiled, graph's layout [0,512,1,0]": lambda: compiled(batch_expanded),
+        "compiled, no mask": lambda: compiled(None),
+        "eager, mask made contiguous": lambda: (lambda: attend(q, k, v, expanded.contiguous())),
     }
     rows = []
-    for name, fn in cases.items():
+    for name, make in cases.items():
+        fn = make()
         fn()
-        fwd, names = kernel_us(fn, False, grad)
-        both, _ = kernel_us(fn, True, grad)
-        rows.append({"case": name, "kernel_fwd_us": fwd, "kernel_fwd_bwd_us": both, "kernels": names,
+        fwd, fwd_kernels = kernel_us(fn, False, grad)
+        both, both_kernels = kernel_us(fn, True, grad)
+        rows.append({"case": name, "kernel_fwd_us": fwd, "kernel_fwd_bwd_us": both, "kernels": list(fwd_kernels),
+                     "kernels_fwd_us": fwd_kernels, "kernels_fwd_bwd_us": both_kernels,
                      "span_fwd_us": per_call_us(fn, False, grad), "span_fwd_bwd_us": per_call_us(fn, True, grad)})
     return rows
 

@@ -2,7 +2,9 @@
 
 Runs until killed (or ``--seconds``). ``--cpu N`` processes spin a core each; ``--gpu-duty D`` runs a bf16
 matmul loop on the GPU busy for about D of every 100 ms (a neighbour's training job), with ``--gpu-mib`` of
-its memory held. Prints one line saying what it does, then what it did when stopped.
+its memory held; ``--gpu-queue N`` launches N matmuls before each wait, so the neighbour's queue is never empty
+and the GPU time-slices between it and every other process (with 1, the default, it waits after each matmul and
+others' kernels slip in between). Prints one line saying what it does, then what it did when stopped.
 
     python3 scripts/busy_box.py --cpu 12 --gpu-duty 0.5 &      # then run the tests; kill it after
 """
@@ -21,7 +23,7 @@ def spin() -> None:
         time.perf_counter()
 
 
-def gpu_neighbour(duty: float, mib: int, stop_at: float, stop) -> None:
+def gpu_neighbour(duty: float, mib: int, queue: int, stop_at: float, stop) -> None:
     import torch
 
     held = torch.empty(mib * 2**20, dtype=torch.uint8, device="cuda")  # noqa: F841 (memory a neighbour holds)
@@ -30,9 +32,10 @@ def gpu_neighbour(duty: float, mib: int, stop_at: float, stop) -> None:
     while time.monotonic() < stop_at and not stop.is_set():
         t0 = time.monotonic()
         while time.monotonic() - t0 < 0.1 * duty:
-            a = (a @ a).clamp_(-1, 1)
+            for _ in range(queue):
+                a = (a @ a).clamp_(-1, 1)
             torch.cuda.synchronize()
-            loops += 1
+            loops += queue
         busy += time.monotonic() - t0
         time.sleep(max(0.0, 0.1 - (time.monotonic() - t0)))
     print(f"busy_box: the GPU neighbour ran {loops} matmuls, busy {busy / (time.monotonic() - start):.0%} of the time",
@@ -44,6 +47,7 @@ def main() -> int:
     parser.add_argument("--cpu", type=int, default=0, help="cores to keep spinning")
     parser.add_argument("--gpu-duty", type=float, default=0.0, help="share of time the GPU neighbour computes (0-1)")
     parser.add_argument("--gpu-mib", type=int, default=4096, help="GPU memory the neighbour holds (MiB)")
+    parser.add_argument("--gpu-queue", type=int, default=1, help="matmuls the neighbour launches before each wait")
     parser.add_argument("--seconds", type=float, default=3600.0)
     args = parser.parse_args()
     stop_at = time.monotonic() + args.seconds
@@ -51,11 +55,11 @@ def main() -> int:
     stop = ctx.Event()
     procs = [ctx.Process(target=spin, daemon=True) for _ in range(args.cpu)]
     if args.gpu_duty > 0:
-        procs.append(ctx.Process(target=gpu_neighbour, args=(args.gpu_duty, args.gpu_mib, stop_at, stop), daemon=True))
+        procs.append(ctx.Process(target=gpu_neighbour, args=(args.gpu_duty, args.gpu_mib, args.gpu_queue, stop_at, stop), daemon=True))
     for p in procs:
         p.start()
-    print(f"busy_box: {args.cpu} cores spinning, a GPU neighbour {args.gpu_duty:.0%} busy with {args.gpu_mib} MiB",
-          flush=True)
+    print(f"busy_box: {args.cpu} cores spinning, a GPU neighbour {args.gpu_duty:.0%} busy with {args.gpu_mib} MiB"
+          f" ({args.gpu_queue} matmul(s) queued at a time)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while time.monotonic() < stop_at:

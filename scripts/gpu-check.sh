@@ -2,7 +2,8 @@
 # Everything that must be seen on a GPU, in one call on the GPU machine:
 #   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui] ...   (default: the first six)
 # Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex;
-# a compiled call given a mask, watch against an independent benchmark: ... compiled-mask
+# a compiled call given a mask, watch against an independent benchmark: ... compiled-mask (the benchmark alone:
+# compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -300,6 +301,27 @@ log() { echo "=== $*"; }
       sleep 25; tmux capture-pane -p -t gpus > "$OUT/r/tmux-devices-all.txt"; tail -8 "$OUT/r/tmux-devices-all.txt"
       tmux send-keys -t gpus q; sleep 5
       pgrep -af "sdpa_tui|spawn_main" || echo "no process left"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+      ;;
+    two-gpus-outlier)
+      # issue 22's outlier on real GPUs: a long call ([1,16,8192,128] bf16 causal, milliseconds) on both GPUs, idle,
+      # then with GPU 1 time-sliced with a neighbour whose queue is never empty (about 4 minutes)
+      w="--batch 1 --heads 16 --seq 8192 --head-dim 128 --dtype bf16 --causal --duration 2"
+      log "report --devices all $w, idle"
+      s0=$SECONDS; python3 -m sdpa_tui report --devices all $w --json "$OUT/r/report-devices-8k-idle.json" \
+        --markdown "$OUT/r/report-devices-8k-idle.md" | tail -14; echo "took $((SECONDS - s0)) s"
+      log "the same, GPU 1 time-sliced with a neighbour (64 matmuls queued at a time, 4 GiB)"
+      CUDA_VISIBLE_DEVICES=1 python3 scripts/busy_box.py --gpu-duty 1.0 --gpu-queue 64 --gpu-mib 4096 --seconds 200 &
+      busy=$!; sleep 10; nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader
+      s0=$SECONDS; python3 -m sdpa_tui report --devices all $w --json "$OUT/r/report-devices-8k-sliced.json" \
+        --markdown "$OUT/r/report-devices-8k-sliced.md" | tail -14; echo "took $((SECONDS - s0)) s"
+      log "the small workload [2,8,512,64] fp16, GPU 1 still time-sliced"
+      python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-small-sliced.json" \
+        --markdown "$OUT/r/report-devices-small-sliced.md" | tail -14
+      kill $busy; wait $busy
+      ;;
+    compiled-mask-bench)
+      log "benchmarks/compiled_mask_cost.py alone, with the graph's mask layout as a case (~2 min)"
+      python3 benchmarks/compiled_mask_cost.py --json "$OUT/r/compiled-mask-cost.json"
       ;;
     flex)
       log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
