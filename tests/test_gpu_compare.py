@@ -105,3 +105,22 @@ def test_clock_falls_back_where_there_is_no_device_clock() -> None:
     cpu = [GpuResult(0, backend="Math", kernel="k", eager_us=50.0), GpuResult(1, backend="Math", kernel="k", eager_us=80.0)]
     assert clock_for(cpu) == "eager"
     assert [o.gpu for o in find_outliers(cpu, clock="eager")] == [1]
+
+
+def test_a_gpu_slow_only_on_the_eager_clock_is_named_on_it() -> None:
+    # measured on two H200s (docs/gpus.md, 2026-11-26): GPU 1 time-sliced with a neighbour whose queue never empties
+    results = [GpuResult(0, "NVIDIA H200", "cuDNN", CUDNN, 480.5, 487.6, 494.1),
+               GpuResult(1, "NVIDIA H200", "cuDNN", CUDNN, 506.8, 497.9, 1465.7)]
+    (out,) = find_outliers(results)
+    assert (out.gpu, out.clock) == (1, "eager") and out.ratio == pytest.approx(1465.7 / 494.1)
+    assert find_outliers(results, clock="gpu") == ()
+    assert "GPU 1 is 2.97x the others" in outlier_line([out], 2) and "eager clock" in outlier_line([out], 2)
+    assert [o["clock"] for o in comparison_dict(results)["outliers"]] == ["eager"]
+    assert comparison_dict(results)["clock"] == "gpu", "the ratio column stays on GPU / call"
+
+
+def test_a_gpu_slow_on_several_clocks_is_named_once_on_the_worst() -> None:
+    results = [GpuResult(0, backend="cuDNN", kernel=CUDNN, kernel_us=10.0, gpu_us=10.0, eager_us=20.0),
+               GpuResult(1, backend="cuDNN", kernel=CUDNN, kernel_us=12.0, gpu_us=13.0, eager_us=22.5)]
+    (out,) = find_outliers(results)
+    assert (out.gpu, out.clock) == (1, "gpu") and out.ratio == pytest.approx(1.3)

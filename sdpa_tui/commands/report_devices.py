@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from rich.console import Console
 
 from ..core.backends import Backend
-from ..core.gpu_compare import GpuResult, clock_for, comparison_dict, find_outliers, outlier_line, result_from_session
+from ..core.gpu_compare import GpuResult, comparison_dict, find_outliers, outlier_line, result_from_session
 from ..core.session import Session
 from ..core.workload import Workload
 from ..engine import device_engines
@@ -111,7 +111,7 @@ def run_devices_report(args: argparse.Namespace, workload: Workload, backends: t
         out.print(rich_report(got, out.width))
         results.append(result_from_session(index, got))
     out.print(rich_comparison(results, gpu_states))
-    outliers = find_outliers(results, clock=clock_for(results))
+    outliers = find_outliers(results)
     out.print(outlier_line(outliers, len(results)), style="bold red" if outliers else "")
     try:
         if args.json:

@@ -34,7 +34,7 @@ def comparison_rows(results: Sequence[GpuResult], states: dict[int, str] | None 
 def rich_comparison(results: Sequence[GpuResult], states: dict[int, str] | None = None,
                     threshold: float = 0.10, clock: str | None = None) -> Table:
     clock = clock or clock_for(results)
-    slow = {o.gpu for o in find_outliers(results, threshold, clock)}
+    slow = {o.gpu for o in find_outliers(results, threshold)}
     table = Table(box=box.SIMPLE_HEAD, title=f"the same workload on {len(results)} GPUs (× fastest: {clock} clock)",
                   title_justify="left")
     for header in HEADERS:

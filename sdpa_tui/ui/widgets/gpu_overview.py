@@ -73,7 +73,7 @@ def devices_table(results: tuple[GpuResult, ...], host: HostGpus | None, watched
     """``--devices``: the same workload on each GPU, one line each, slow ones in red."""
     clock = clock_for(results)
     ratios = ratios_to_fastest(results, clock)
-    slow = {o.gpu for o in find_outliers(results, clock=clock)}
+    slow = {o.gpu for o in find_outliers(results)}
     table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
     for name, justify, ratio in (("GPU", "left", None), ("picks", "left", None), ("main kernel", "left", 1),
                                  ("kernel", "right", None), ("GPU/call", "right", None), ("eager", "right", None),
@@ -110,7 +110,7 @@ class GpuOverview(Static):
             self.display = True
             self.styles.height = len(results) + 3  # a line per GPU, the header, the border
             self.border_title = "the same workload on each GPU"
-            outliers = find_outliers(results, clock=clock_for(results))
+            outliers = find_outliers(results)
             self.border_subtitle = "g: show another GPU · " + (
                 f"slow: GPU {', '.join(str(o.gpu) for o in outliers)}" if outliers else "no outlier")
             self.update(devices_table(results, host, watched), layout=False)
