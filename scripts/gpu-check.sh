@@ -62,6 +62,31 @@ log() { echo "=== $*"; }
       python3 -m sdpa_tui report --duration 1 --json "$OUT/r/report-startup.json" >/dev/null
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py 2>&1 | tail -5
       ;;
+    startup-prewarm)
+      # issue 20: the engine's prewarm (GPU context and cuDNN's libraries beside import torch), with and without,
+      # alternated; the FIRST step on a fresh machine; page cache dropped before each cold pair where /proc allows
+      # (about 3 minutes)
+      log "first number with and without the prewarm (SDPA_TUI_NO_PREWARM=1), cold then warm"
+      log "python3 -c 'import torch' alone:"; python3 -c 'import time; t=time.monotonic(); import torch; print(f"{time.monotonic()-t:.2f} s")'
+      run_ui() { python3 benchmarks/ui_live.py --device cuda --seconds 4 --json "$OUT/r/ui-live-$1.json" >/dev/null 2>&1; }
+      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"; }
+      run_ui cold-with-1
+      drop; SDPA_TUI_NO_PREWARM=1 run_ui cold-without-1
+      drop; run_ui cold-with-2
+      drop; SDPA_TUI_NO_PREWARM=1 run_ui cold-without-2
+      for i in 1 2 3; do run_ui warm-with-$i; SDPA_TUI_NO_PREWARM=1 run_ui warm-without-$i; done
+      python3 - "$OUT/r" <<'PY'
+import json, pathlib, sys
+print(f"{'run':<18} {'import ends':>11} {'cuda_init':>9} {'inputs':>7} {'probe':>6} {'first number':>12} {'named':>6} {'frame':>6}")
+for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-*-with*.json")):
+    d = json.loads(f.read_text()); e = d.get("engine_startup") or {}; n = float("nan")
+    p, t = e.get("phases_end_s", {}), e.get("phases_took_s", {})
+    print(f"{f.stem[8:]:<18} {p.get('import_torch', n):>11.2f} {t.get('cuda_init', n):>9.2f} {t.get('inputs', n):>7.2f} "
+          f"{t.get('pick_probe', n):>6.2f} {d.get('first_sample_s') or n:>12.2f} {d.get('kernels_named_s') or n:>6.2f} "
+          f"{d.get('first_frame_s') or n:>6.2f}")
+PY
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_cuda_prewarm.py 2>&1 | tail -3
+      ;;
     fixtures)
       log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
       ;;

@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection
 
 from ..core.records import EngineError, Log
 from .channel import Channel, ChannelClosed
+from .cuda_prewarm import Prewarm
 from .output_capture import OutputCapture
 from .profiler_client import start_early
 from .startup_times import StartupClock
@@ -51,10 +52,13 @@ def main(conn: Connection, device_request: str, spawned_at: float | None = None)
     # cuda:N is then NVML's GPU N (both in PCI bus order), so the GPU overview matches.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     profiler = start_early(device_request)
+    prewarm = Prewarm(device_request)  # the GPU's context and cuDNN's libraries, beside torch's import
+    prewarm.start()
     try:
         from .runner import Engine  # imports torch
 
         startup.mark("import_torch")
+        channel.send(Log(prewarm.report()))
 
         # torch leaves ~500k objects that live as long as the process; frozen, out of the
         # collector's sight, a full collection (one per profiler burst) takes well under a
