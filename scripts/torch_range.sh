@@ -2,6 +2,8 @@
 # The CPU test suite against another torch, in a venv of its own (about 5 GB: torch's CUDA wheels from PyPI;
 # 1.5 minutes to install on the 2-core development VM, 2026-11-26):
 #   bash scripts/torch_range.sh floor             # the oldest torch pyproject.toml allows (the README's test command)
+#   bash scripts/torch_range.sh newest            # the newest torch on PyPI (the README's test command too): a
+#                                                 # pip constraints file that caps torch is set aside for this venv
 #   bash scripts/torch_range.sh 2.11.0            # a given release
 #   bash scripts/torch_range.sh 2.11.0 tests/test_watch_cpu.py   # some tests only
 # The venv goes to ${VENV:-/tmp/sdpa-tui-torch-VERSION} and is kept for the next run; the project is installed
@@ -19,7 +21,14 @@ print(floor + ".0" * (2 - floor.count(".")))')
 fi
 venv=${VENV:-/tmp/sdpa-tui-torch-$version}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q "torch==$version"
+if [ "$version" = newest ]; then
+  # the newest release PyPI has, whatever a machine-wide pip constraints file caps torch at (PIP_CONSTRAINT
+  # replaces that file's setting for these two installs only)
+  export PIP_CONSTRAINT=/dev/null
+  "$venv/bin/pip" install -q --upgrade torch
+else
+  "$venv/bin/pip" install -q "torch==$version"
+fi
 "$venv/bin/pip" install -q -e '.[test]'
 rm -rf build sdpa_tui.egg-info
 "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
