@@ -265,3 +265,17 @@ async def test_a_table_redraw_due_after_quitting_does_nothing(monkeypatch) -> No
     app._redraw_gpus()
     app._redraw_if_dirty()
     assert not app._gpus_redraw_pending
+
+
+async def test_an_nvml_reading_that_arrives_while_quitting_does_nothing(monkeypatch) -> None:
+    """The NVML poller posts a reading once a second from its own thread; one handled after the screens or their
+    widgets went (a soak under tracemalloc hit it: NoMatches for GpuOverview) must not raise into the terminal."""
+    host = host_reading(monkeypatch)
+    app, _engine, _source = make_test_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot, app, host)
+        for overview in app.query("GpuOverview"):
+            await overview.remove()
+        app.on_host_gpus_update(HostGpusUpdate(host))  # the widgets are gone, the screen is still there
+    assert not app.screen_stack
+    app.on_host_gpus_update(HostGpusUpdate(host))  # the screens are gone too

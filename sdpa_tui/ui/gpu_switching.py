@@ -95,7 +95,7 @@ class GpuSwitching:
 
     def on_host_gpus_update(self, message: HostGpusUpdate) -> None:
         self.host_gpus = message.host
-        self._show_gpus()
+        self.while_open(self._show_gpus)  # the poller's thread posts readings until it stops: one may come late
 
     def _show_gpus(self) -> None:
         results = None
