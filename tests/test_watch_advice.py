@@ -72,6 +72,7 @@ def test_watch_advises_flash_for_a_call_kept_on_math_on_the_cpu(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (call,) = report["calls"]
     assert call["backend"] == "MATH"
+    assert call["best"] is not None, (call["advice"], call.get("alternatives"))
     assert call["best"]["backend"] == "FLASH_ATTENTION", call["advice"]
     assert call["saving_us_per_call"] > 0 and "SDPBackend.FLASH_ATTENTION" in call["best"]["code"]
     assert {a["backend"] for a in call["alternatives"]} >= {"MATH", "FLASH_ATTENTION"}

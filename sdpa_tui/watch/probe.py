@@ -30,6 +30,7 @@ from .environment_readings import EnvironmentReadings
 from .flag_state import FlagState
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
+from .thread_signals import leave_signals_to_the_program
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -202,6 +203,7 @@ class Probe:
         self._thread.start()
 
     def _run(self) -> None:
+        leave_signals_to_the_program()  # the program's SIGTERM or SIGINT must reach its own threads
         stopped = self.bursts.stopped  # a stopped window is exported at once: the next may not start before
         cupti = self.bursts.cupti
         while not self._stop.is_set():

@@ -1,0 +1,55 @@
+"""Watch's thread in a watched process blocks the program's signals, so they reach the program's own threads
+(a forked Pool worker hung in CI when its terminate() SIGTERM landed on watch's thread: thread_signals.py)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sdpa_tui.watch.probe import Probe
+from sdpa_tui.watch.thread_signals import leave_signals_to_the_program
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def blocked_in(native_id: int) -> set[int]:
+    status = Path(f"/proc/self/task/{native_id}/status").read_text()
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+    return {n for n in range(1, 65) if mask & (1 << (n - 1))}
+
+
+def test_a_thread_that_leaves_signals_blocks_the_asynchronous_ones_only() -> None:
+    seen: list[set[int]] = []
+
+    def run() -> None:
+        leave_signals_to_the_program()
+        seen.append(blocked_in(threading.get_native_id()))
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    (blocked,) = seen
+    assert {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD} <= blocked
+    assert not {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT} & blocked
+    assert signal.SIGTERM not in blocked_in(threading.get_native_id()), "the calling test's thread is untouched"
+
+
+def test_the_probes_thread_blocks_sigterm_and_sigint() -> None:
+    probe = Probe(None, kernel_bursts=False)
+    probe._ensure_thread()
+    try:
+        deadline = time.monotonic() + 10
+        while probe._thread is not None and probe._thread.native_id is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert probe._thread is not None and probe._thread.native_id is not None
+        time.sleep(0.2)  # the thread's first line has run
+        assert {signal.SIGTERM, signal.SIGINT} <= blocked_in(probe._thread.native_id)
+    finally:
+        probe._stop.set()
+        probe.bursts.stopped.set()
+        probe._thread.join(10)
