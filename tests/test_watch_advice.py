@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from test_watch_cpu import PROGRAMS, watch
 
 from sdpa_tui.core.advice import advise, priority_code, refused_backends, run_advice
@@ -136,8 +137,26 @@ def test_the_output_check_flags_only_the_site_fed_a_nan_and_changes_nothing(tmp_
     assert good["ok"] is True and good["samples"] == 1 and good["max_rel_error"] < good["tolerance"]
     assert bad["ok"] is False and bad["nonfinite"] == 1 and bad["note"] == "the inputs already held NaN or Inf"
     flagged = [line for line in proc.stdout.splitlines() if line.startswith("OUTPUT CHECK FAILED")]
-    assert len(flagged) == 1 and "nonfinite_site.py:14" in flagged[0], proc.stdout
+    assert len(flagged) == 1 and f"nonfinite_site.py:{BROKEN_LINE}" in flagged[0], proc.stdout
     assert proc.stdout.splitlines()[0] == plain(*program).splitlines()[0], "the program's own output is unchanged"
+
+
+BROKEN_LINE = next(i for i, line in enumerate((PROGRAMS / "nonfinite_site.py").read_text().splitlines(), 1)
+                   if line.strip().startswith("broken = "))
+"""The line of the call site fed a NaN."""
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_output_check_flags_only_the_site_fed_a_nan(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "nonfinite_site.py"), "cuda", columns=250,
+                         advice=False)
+    assert proc.returncode == 0, proc.stderr
+    by_len = {c["q_shape"][2]: c for c in report["calls"]}
+    good, bad = by_len[32]["check"], by_len[48]["check"]
+    assert good["ok"] is True and good["max_rel_error"] < good["tolerance"], good
+    assert bad["ok"] is False and bad["nonfinite"] >= 1, bad
+    flagged = [line for line in proc.stdout.splitlines() if line.startswith("OUTPUT CHECK FAILED")]
+    assert len(flagged) == 1 and f"nonfinite_site.py:{BROKEN_LINE}" in flagged[0], proc.stdout
 
 
 def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
