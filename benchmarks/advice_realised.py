@@ -9,6 +9,9 @@ set the saving per call the lab predicted beside the one measured in the program
 A program that prints ``loop_us_per_call=`` (odd_head_dim.py) is also run without watch, before and after, and its
 loop's own time set beside: a rewrite outside the SDPA call (the pads of a padded head dim) costs there, not in the
 call's kernels.
+
+FlexAttention is left out of the advice (``--no-flex``): it leaves SDPA, so the changed program's call could not be
+watched again (tests/test_advice_realised.py says when it came first).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def plain_loop_us(program: Path, args: list[str]) -> float | None:
 
 def watched(program: Path, args: list[str], report: Path, advice: bool) -> dict:
     cmd = [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), *([] if advice else ["--no-advice"]),
-           "--", sys.executable, str(program), *args]
+           "--no-flex", "--", sys.executable, str(program), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -4,7 +4,11 @@ makes the program run what was advised and saves time when it is watched again (
 How close the realised saving comes to the predicted one is a number, measured by ``benchmarks/advice_realised.py``
 (README: 95-120 % on the 2-core VM, 100 % on the H100), not asserted here: on the 2-core VM the program's MATH call
 alone ran at 60, 70 and 76 ms in three plain runs a minute apart (2026-11-25), and a 0.5-2x window around the lab's
-prediction failed twice as the first test of a CI run (72.9 ms in the program against the lab's 39 ms)."""
+prediction failed twice as the first test of a CI run (72.9 ms in the program against the lab's 39 ms).
+
+FlexAttention is left out of the advice here (``--no-flex``): it leaves SDPA, so watch cannot see it run in the
+changed program, and against the CPU's flash kernel it is a close call that depends on the machine (29.9 against
+16.7 ms on the development VM; a CI machine, 2026-11-26, put it first and the test failed on the name)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ def test_the_top_advice_applied_runs_what_was_advised_and_saves_time(tmp_path):
     before_dir, after_dir = tmp_path / "before", tmp_path / "after"
     before_dir.mkdir()
     after_dir.mkdir()
-    proc, before = watch(before_dir, sys.executable, str(PROGRAMS / "advised_context.py"), advice=True, timeout=600)
+    proc, before = watch(before_dir, sys.executable, str(PROGRAMS / "advised_context.py"), advice=True, flex=False,
+                         timeout=600)
     assert proc.returncode == 0, proc.stderr
     (call,) = before["calls"]
     top = before["advice"]["top"][0]
