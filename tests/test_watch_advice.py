@@ -68,20 +68,27 @@ def test_the_priority_line_keeps_the_other_backends_as_fallbacks():
         "SDPBackend.MATH], set_priority=True):")
 
 
-def test_watch_advises_flash_for_a_call_kept_on_math_on_the_cpu(tmp_path):
+def test_watch_advises_the_faster_kernel_for_a_call_kept_on_math_on_the_cpu(tmp_path):
     proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "math_forced.py"), advice=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     (call,) = report["calls"]
     assert call["backend"] == "MATH"
     assert call["best"] is not None, (call["advice"], call.get("alternatives"))
-    assert call["best"]["backend"] == "FLASH_ATTENTION", call["advice"]
-    assert call["saving_us_per_call"] > 0 and "SDPBackend.FLASH_ATTENTION" in call["best"]["code"]
     assert {a["backend"] for a in call["alternatives"]} >= {"MATH", "FLASH_ATTENTION"}
+    eager = {a["backend"]: a["eager_us"] for a in call["alternatives"]}
+    assert eager["FLASH_ATTENTION"] < eager["MATH"]
+    # Flash or FlexAttention, whichever this machine ran faster (29.9 against 16.7 ms on the development VM; a CI
+    # machine had FlexAttention first, 2026-11-26)
+    best = min(("FLASH_ATTENTION", "FLEX_ATTENTION"), key=eager.__getitem__)
+    assert call["best"]["backend"] == best, call["advice"]
+    assert call["saving_us_per_call"] > 0
+    assert ("SDPBackend.FLASH_ATTENTION" in call["best"]["code"]) == (best == "FLASH_ATTENTION")
     assert call["advice"]["measured_as"].startswith("[1, 4, 1024, 64] fp32")
     top = report["advice"]["top"]
-    assert top and top[0]["to"] == "FLASH_ATTENTION" and report["advice"]["saving_us"] > 0
+    assert top and top[0]["to"] == best and report["advice"]["saving_us"] > 0
     assert "after the program exited" in report["advice"]["note"]
-    assert "advice: SDPA took" in proc.stdout and "MATH → FLASH_ATTENTION" in proc.stdout
+    assert "advice: SDPA took" in proc.stdout and (
+        "MATH → FLASH_ATTENTION" if best == "FLASH_ATTENTION" else "MATH → flex_attention (FLEX_ATTENTION)") in proc.stdout
     flex = next(a for a in call["alternatives"] if a["variant"] == "flex_attention")
     assert flex["backend"] == "FLEX_ATTENTION" and flex["leaves_sdpa"] is True and flex["gpu_us"] is None
     assert flex["eager_us"] > 0 and flex["error"] < 1e-5, "the block mask gives SDPA's output (fp32, no mask here)"
