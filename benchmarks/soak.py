@@ -11,6 +11,7 @@ soak the restart path too.
     python3 benchmarks/soak.py --device cpu --minutes 60 --kill-engine-every 120
     python3 benchmarks/soak.py --device cuda --minutes 8 --flip-every 0      # a user who only watches
     python3 benchmarks/soak.py --device cuda --minutes 8 --keys-for 120      # keys, then watching
+    python3 benchmarks/soak.py --device cpu --minutes 70 --history-rows 512  # the history's bound in minutes
     python3 benchmarks/soak.py --device cuda --minutes 8 --engine-memory-mib 0 \
         --cycle fp16,bf16,fp32 --cycle-seqs 128,256 --dwell 20             # the same workloads, again and again
 
@@ -48,6 +49,7 @@ from soak_cycle import Stop, format_table, keys_between, later_minus_first, pars
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
+from sdpa_tui.core.history_ring import RECENT, TAIL_EVERY, TAIL_MAX, HistoryRing  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.ui.launch import make_app  # noqa: E402
@@ -361,6 +363,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--dtype", default="fp16")
+    parser.add_argument("--history-rows", type=int, default=None, metavar="N",
+                        help="each backend's history bound for this run (N/2 recent, N/2 tail; default the app's, "
+                        f"{RECENT} + {TAIL_MAX}): a small one is reached in minutes, so the hour shows what else grows")
     parser.add_argument("--machine", default=None,
                         help="a few words on the machine, written into the JSON (e.g. '2-core shared VM, loaded')")
     parser.add_argument("--out", default=None, help="results path without extension "
@@ -368,6 +373,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.engine_memory_mib is None:
         args.engine_memory_mib = 0.0 if args.cycle else ENGINE_MEMORY_MIB
+    if args.history_rows is not None and args.history_rows < 2:
+        parser.error("--history-rows must be 2 or more")
     if args.cycle_seqs is None:
         args.cycle_seqs = str(args.seq)
     if args.cycle:
@@ -385,6 +392,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.history_rows:  # every backend's ring is made with these defaults (BackendState's default_factory)
+        HistoryRing.__init__.__defaults__ = (args.history_rows // 2, args.history_rows // 2, TAIL_EVERY)
     soak = Soak(args)
     started = dt.datetime.now()
     keys = f"a key every {args.flip_every:g} s" if args.flip_every else "no key presses"
