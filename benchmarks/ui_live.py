@@ -90,6 +90,15 @@ def engine_phases(path: Path, start: float) -> dict | None:
                                                                             body["phases"].values()))))}
 
 
+def read_ui_phases(path: Path, start: float) -> dict[str, float] | None:
+    """benchmarks/ui_phases.py's marks (CLOCK_MONOTONIC, as ``start``), as seconds from the command's start."""
+    try:
+        marks = json.loads(path.read_text())["marks"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return {name: round(t - start, 3) for name, t in marks.items()}
+
+
 def print_phases(phases: dict | None, first_frame: float | None) -> None:
     if phases is None:
         print("engine start-up phases: none written (an engine without StartupTimes?)")
@@ -106,15 +115,21 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to measure CPU use while live")
     parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} -m sdpa_tui")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--ui-phases", action="store_true",
+                        help="run the command through benchmarks/ui_phases.py and place the UI process's start-up "
+                        "phases (up to the first frame) on the time line")
     parser.add_argument("--pythonpath", default=str(REPO),
                         help="where sdpa_tui is imported from (default: this checkout)")
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.pythonpath, os.environ.get("PYTHONPATH")) if p)
     startup_file = Path(tempfile.mkdtemp(prefix="sdpa-tui-startup-")) / "startup.json"
+    ui_file = startup_file.with_name("ui-phases.json")
+    command = (f"env SDPA_TUI_UI_PHASES={shlex.quote(str(ui_file))} {shlex.quote(sys.executable)} "
+               f"{shlex.quote(str(REPO / 'benchmarks' / 'ui_phases.py'))}" if args.ui_phases else args.command)
     start = time.monotonic()
     # started in --pythonpath: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH
     tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", "-c", args.pythonpath,
-         f"exec env SDPA_TUI_STARTUP_TIMES={shlex.quote(str(startup_file))} {args.command} --device {args.device}")
+         f"exec env SDPA_TUI_STARTUP_TIMES={shlex.quote(str(startup_file))} {command} --device {args.device}")
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
     first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
@@ -134,6 +149,7 @@ def main() -> int:
     leftover = subprocess.run(["pgrep", "-f", "sdpa-tui-engine|sdpa_tui.engine"], capture_output=True, text=True).stdout.split()
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
     phases = engine_phases(startup_file, start)
+    ui_phases = read_ui_phases(ui_file, start) if args.ui_phases else None
     ends = phases["phases_end_s"] if phases else {}
     named = ends.get("all_graph_kernels", ends.get("all_kernel_captures")) if args.device != "cpu" else None
     result = {
@@ -153,6 +169,7 @@ def main() -> int:
         "exited_on_q": exited,
         "engine_processes_left": len(leftover),
         "engine_startup": phases,
+        "ui_startup": ui_phases,
         "screen": final_screen,
     }
     print(f"{'device':<10}{'first frame':>14}{'first number':>14}{'kernels named':>15}{'full panels':>14}"
@@ -164,6 +181,9 @@ def main() -> int:
     print("(seconds from the start of the command; the first number and full panels are counted from the first "
           f"frame in the JSON; load average {result['load_average']})")
     print_phases(phases, first_frame)
+    if args.ui_phases:
+        print("UI process start-up phases (s from the command; ui_phases.py): " + (", ".join(
+            f"{name} {end:.2f}" for name, end in ui_phases.items()) if ui_phases else "none written"))
     out = Path(args.json or f"benchmarks/results/ui-live-{args.device.replace(':', '')}-{dt.date.today()}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

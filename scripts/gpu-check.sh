@@ -3,7 +3,8 @@
 #   bash scripts/gpu-check.sh [report] [tests] [fidelity] [ui] ...   (default: the first six)
 # Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex;
 # a compiled call given a mask, watch against an independent benchmark: ... compiled-mask (the benchmark alone:
-# compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier
+# compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier;
+# where the first frame's time goes (first on a fresh machine): ... startup-frame
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -86,6 +87,21 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-*-with*.json")):
           f"{d.get('first_frame_s') or n:>6.2f}")
 PY
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_cuda_prewarm.py 2>&1 | tail -3
+      ;;
+    startup-frame)
+      # issue 20: where the UI's time before its first frame goes (benchmarks/ui_phases.py) and the floor under it
+      # (a minimal Textual app, benchmarks/textual_floor.py); the FIRST step on a fresh machine (about 2 minutes).
+      # The carried wheels are byte-compiled first, as pip installs them for a user.
+      log "first frame: the UI's phases, cold then warm, and a minimal Textual app beside sdpa-tui"
+      python3 -m compileall -q .site >/dev/null 2>&1
+      sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"
+      for run in cold warm-1 warm-2 warm-3; do
+        python3 benchmarks/ui_live.py --device cuda --seconds 2 --ui-phases --json "$OUT/r/ui-frame-$run.json" \
+          | grep -E "^cuda|UI process"
+      done
+      python3 benchmarks/textual_floor.py --runs 5 --device cuda --json "$OUT/r/textual-floor.json"
+      python3 -X importtime -c 'import sdpa_tui.cli, sdpa_tui.ui.launch' 2> "$OUT/r/importtime.txt"
+      sort -t'|' -k2 -n -r "$OUT/r/importtime.txt" | head -25
       ;;
     fixtures)
       log "record fwd+bwd trace fixtures"; python3 scripts/record_fixtures.py "$OUT/r/fixtures"
