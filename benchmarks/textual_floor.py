@@ -76,7 +76,8 @@ def main() -> int:
     python = shlex.quote(sys.executable)
     commands = {"minimal Textual app": f"exec {python} {shlex.quote(str(app))} {shlex.quote(str(marks))}"}
     if args.device:
-        commands["sdpa-tui"] = (f"exec env PYTHONPATH={shlex.quote(str(REPO))} SDPA_TUI_UI_PHASES={shlex.quote(str(marks))} "
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)  # and Textual's, if set
+        commands["sdpa-tui"] = (f"exec env PYTHONPATH={shlex.quote(path)} SDPA_TUI_UI_PHASES={shlex.quote(str(marks))} "
                                 f"{python} {shlex.quote(str(REPO / 'benchmarks' / 'ui_phases.py'))} --device {args.device}")
     times: dict[str, list[float | None]] = {name: [] for name in commands}
     for _ in range(args.runs):
