@@ -4,7 +4,8 @@
 # Two GPUs (issues 22, 23): bash scripts/gpu-check.sh two-gpus; FlexAttention in watch's advice: ... flex;
 # a compiled call given a mask, watch against an independent benchmark: ... compiled-mask (the benchmark alone:
 # compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier;
-# where the first frame's time goes (first on a fresh machine): ... startup-frame
+# where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
+# reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -87,6 +88,37 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-*-with*.json")):
           f"{d.get('first_frame_s') or n:>6.2f}")
 PY
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_cuda_prewarm.py 2>&1 | tail -3
+      ;;
+    startup-cold)
+      # issue 20: the cold start's wait in the pick's first call. Which library pages each backend's first call
+      # reads (scripts/diag_cold_libs.py, after a dropped page cache, then warm), and the first number cold with the
+      # prewarm's readahead in each order, none, and no prewarm at all, alternated twice (about 3 minutes; the
+      # FIRST step on a fresh machine)
+      log "first calls' library reads, cold then warm"
+      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"; }
+      drop; python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-cold.json"
+      python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-warm.json" | grep -v "^    "
+      log "first number cold: readahead cudnn,cublas / cublas,cudnn / none / no prewarm"
+      for i in 1 2; do
+        for v in cudnn,cublas cublas,cudnn none off; do
+          drop >/dev/null
+          case $v in
+            off) env SDPA_TUI_NO_PREWARM=1 python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
+            none) env SDPA_TUI_PREWARM_READAHEAD= python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
+            *) env SDPA_TUI_PREWARM_READAHEAD=$v python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
+          esac
+        done
+      done
+      python3 - "$OUT/r" <<'PY'
+import json, pathlib, sys
+print(f"{'run':<22} {'import ends':>11} {'cuda_init':>9} {'probe':>6} {'first number':>12} {'- import end':>12} {'named':>6}")
+for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-cold-*.json")):
+    d = json.loads(f.read_text()); e = d.get("engine_startup") or {}; n = float("nan")
+    p, t = e.get("phases_end_s", {}), e.get("phases_took_s", {})
+    first, end = d.get("first_sample_s") or n, p.get("import_torch", n)
+    print(f"{f.stem[13:]:<22} {end:>11.2f} {t.get('cuda_init', n):>9.2f} {t.get('pick_probe', n):>6.2f} "
+          f"{first:>12.2f} {first - end:>12.2f} {d.get('kernels_named_s') or n:>6.2f}")
+PY
       ;;
     startup-frame)
       # issue 20: where the UI's time before its first frame goes (benchmarks/ui_phases.py) and the floor under it

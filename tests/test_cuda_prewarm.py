@@ -35,7 +35,9 @@ def test_the_libraries_of_the_nvidia_wheels_are_found_and_read_ahead(tmp_path: P
     for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
         monkeypatch.delitem(sys.modules, name)
     found = [f for f in library_files() if str(f).startswith(str(tmp_path))]
-    assert sorted(found) == sorted(f for f in made if "nccl" not in str(f)), "cuDNN and cuBLAS only"
+    assert found == [f for f in made if "cudnn" in str(f)] + [f for f in made if "cublas" in str(f)], \
+        "cuDNN's libraries first (SDPA's pick on a GPU that has it), then cuBLAS's, nothing else"
+    assert [f.name for f in library_files(("cublas",)) if str(f).startswith(str(tmp_path))] == ["libcublasLt.so.13"]
     assert read_ahead(found) == 3 * 4096
     assert read_ahead([tmp_path / "missing.so"]) == 0
 
@@ -58,11 +60,16 @@ def test_without_a_gpu_context_nothing_is_read_and_the_reason_is_said(monkeypatc
 def test_with_a_context_the_libraries_are_read_ahead(monkeypatch) -> None:
     monkeypatch.setattr(cuda_prewarm, "DRIVER_NODE", __file__)
     monkeypatch.setattr(cuda_prewarm, "retain_primary_context", lambda ordinal: None)
-    monkeypatch.setattr(cuda_prewarm, "library_files", lambda: [Path(__file__)])
+    monkeypatch.setattr(cuda_prewarm, "library_files", lambda names: [Path(__file__)] if names else [])
     prewarm = Prewarm("cuda:1")
     prewarm.start()
     line = prewarm.report(5.0)
-    assert line.startswith("prewarm: primary context of GPU 1 made in ") and line.endswith("libraries read ahead")
+    assert line.startswith("prewarm: primary context of GPU 1 made in ")
+    assert line.endswith("libraries read ahead (cudnn, cublas)")
+    monkeypatch.setenv(cuda_prewarm.READAHEAD_ENV, "")
+    context_only = Prewarm("cuda:1")
+    context_only.start()
+    assert context_only.report(5.0).endswith(" 0 MiB of libraries read ahead (none)")
 
 
 def test_no_driver_node_or_switched_off_starts_nothing(monkeypatch) -> None:

@@ -9,8 +9,8 @@ imports, which is Python's work on one core:
   (``cuda-bindings``, which torch's CUDA wheels install and ``graph_nodes.py`` already uses); their driver calls
   release the GIL, so the import goes on meanwhile, and torch's runtime later finds the context made (there is
   one primary context per GPU and process);
-- readahead (``posix_fadvise`` WILLNEED) of the cuDNN and cuBLAS libraries of the ``nvidia-*`` wheels, so the
-  kernel reads them into the page cache before the first call maps them.
+- readahead (``posix_fadvise`` WILLNEED) of the cuDNN and cuBLAS libraries of the ``nvidia-*`` wheels (cuDNN
+  first), so the kernel reads them into the page cache before the first call maps them.
 
 Neither changes what is measured, and each is skipped where it cannot run (a CPU engine, no ``cuda-bindings``,
 no driver, libraries elsewhere): torch then does the same work itself, as it did before. Measured on an H100
@@ -27,7 +27,10 @@ import time
 from pathlib import Path
 
 LIBRARIES = ("cudnn", "cublas")
-"""The ``nvidia/<name>/lib`` folders read ahead: what the first SDPA call, MATH and the matmul peak load."""
+"""The ``nvidia/<name>/lib`` folders read ahead, in this order: cuDNN for SDPA's pick on a GPU that has it, then
+cuBLAS for MATH and the matmul peak."""
+READAHEAD_ENV = "SDPA_TUI_PREWARM_READAHEAD"
+"""A comma list of those folders to read ahead instead, in order (empty: none), to measure what each gains."""
 DRIVER_NODE = "/dev/nvidiactl"
 OFF_ENV = "SDPA_TUI_NO_PREWARM"
 """``1``: no prewarm (to measure what it gains: ``benchmarks/ui_live.py`` run with and without)."""
@@ -42,15 +45,21 @@ def gpu_ordinal(device_request: str) -> int | None:
     return None
 
 
+def readahead_names() -> tuple[str, ...]:
+    """The library folders to read ahead: ``LIBRARIES`` unless ``READAHEAD_ENV`` names others."""
+    chosen = os.environ.get(READAHEAD_ENV)
+    return LIBRARIES if chosen is None else tuple(n.strip() for n in chosen.split(",") if n.strip())
+
+
 def library_files(names: tuple[str, ...] = LIBRARIES) -> list[Path]:
-    """The shared libraries of the ``nvidia-*`` wheels named ``names``, found without importing them."""
+    """The shared libraries of the ``nvidia-*`` wheels named ``names`` (in that order), found without importing."""
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
         return []
     roots = list(spec.submodule_search_locations or []) if spec else []
-    return sorted(f for root in roots for name in names for f in (Path(root) / name / "lib").glob("*.so*")
-                  if f.is_file())
+    return [f for name in names
+            for f in sorted(f for root in roots for f in (Path(root) / name / "lib").glob("*.so*") if f.is_file())]
 
 
 def read_ahead(files: list[Path]) -> int:
@@ -121,9 +130,10 @@ class Prewarm:
         if why_not is not None:  # no GPU to use here: nothing will load cuDNN either
             self._line = f"prewarm: no primary context ({why_not})"
             return
-        asked = read_ahead(library_files())
+        names = readahead_names()
+        asked = read_ahead(library_files(names))
         self._line = (f"prewarm: primary context of GPU {self.ordinal} made in {context_s:.2f} s; "
-                      f"{asked / 2**20:.0f} MiB of cuDNN/cuBLAS libraries read ahead")
+                      f"{asked / 2**20:.0f} MiB of libraries read ahead ({', '.join(names) or 'none'})")
 
     def report(self, wait_s: float = 0.0) -> str:
         if self._thread is not None:
