@@ -5,7 +5,8 @@
 # a compiled call given a mask, watch against an independent benchmark: ... compiled-mask (the benchmark alone:
 # compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier;
 # where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
-# reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold
+# reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold; a cold import with torch's
+# libraries read ahead: ... cold-import
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -119,6 +120,20 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-cold-*.json")):
     print(f"{f.stem[13:]:<22} {end:>11.2f} {t.get('cuda_init', n):>9.2f} {t.get('pick_probe', n):>6.2f} "
           f"{first:>12.2f} {first - end:>12.2f} {d.get('kernels_named_s') or n:>6.2f}")
 PY
+      ;;
+    cold-import)
+      # issue 20: a cold import of torch with its libraries read ahead beside it (scripts/diag_cold_import.py),
+      # each variant after a dropped page cache, alternated three times; the disk's sequential read first
+      log "disk: one library read through after a dropped page cache"
+      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
+      lib=$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("torch").origin).parent / "lib" / "libtorch_cuda.so")')
+      drop; dd if="$lib" of=/dev/null bs=1M 2>&1 | tail -1
+      log "cold import of torch: plain / fadvise-1 / fadvise-8 / read-8"
+      for i in 1 2 3; do
+        for v in plain fadvise-1 fadvise-8 read-8; do
+          drop; python3 scripts/diag_cold_import.py $v | tee -a "$OUT/r/cold-import.jsonl"
+        done
+      done
       ;;
     startup-frame)
       # issue 20: where the UI's time before its first frame goes (benchmarks/ui_phases.py) and the floor under it
