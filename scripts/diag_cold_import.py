@@ -5,7 +5,8 @@ make a cold import faster? (issue 20: the cold start is bound by the import's re
 
 VARIANT: ``plain`` (the import alone), ``fadvise-1`` (one thread asks ``posix_fadvise`` WILLNEED for each library
 the import maps, then the import), ``fadvise-8`` (eight threads), ``read-8`` (eight threads read the files through,
-1 MiB at a time). The libraries are the ones a cold import read on an H100 (scripts/diag_cold_libs.py, 2026-11-26),
+1 MiB at a time), ``pair`` (a second process imports torch at the same time, as the live monitor's profiler
+process does beside its engine; its time is printed too). The libraries are the ones a cold import read on an H100 (scripts/diag_cold_libs.py, 2026-11-26),
 largest first. Prints one JSON line: the variant, the import's seconds, and the bytes asked for.
 """
 
@@ -65,12 +66,19 @@ def ahead(work, threads: int) -> None:
     done_at.append(time.monotonic() - t0)
 
 
-if variant != "plain":
+other = None
+if variant == "pair":
+    import subprocess
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; t = time.monotonic(); import torch; "
+                              "print(round(time.monotonic() - t, 3))"], stdout=subprocess.PIPE, text=True)
+elif variant != "plain":
     work = read_through if variant.startswith("read") else fadvise
     threading.Thread(target=ahead, args=(work, int(variant.split("-")[1])), daemon=True).start()
 import torch  # noqa: E402,F401
 
 took = time.monotonic() - t0
 time.sleep(0.2)
-print(json.dumps({"variant": variant, "import_s": round(took, 3), "files": len(libs),
+other_s = float(other.communicate()[0]) if other else None
+print(json.dumps({"variant": variant, "import_s": round(took, 3), "other_import_s": other_s, "files": len(libs),
                   "asked_mib": round(sum(asked) / 2**20), "readahead_done_s": done_at[0] if done_at else None}))

@@ -128,9 +128,9 @@ PY
       drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
       lib=$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("torch").origin).parent / "lib" / "libtorch_cuda.so")')
       drop; dd if="$lib" of=/dev/null bs=1M 2>&1 | tail -1
-      log "cold import of torch: plain / fadvise-1 / fadvise-8 / read-8"
+      log "cold import of torch: plain / fadvise-1 / fadvise-8 / read-8 / pair"
       for i in 1 2 3; do
-        for v in plain fadvise-1 fadvise-8 read-8; do
+        for v in ${COLD_IMPORT_VARIANTS:-plain fadvise-1 fadvise-8 read-8 pair}; do
           drop; python3 scripts/diag_cold_import.py $v | tee -a "$OUT/r/cold-import.jsonl"
         done
       done
