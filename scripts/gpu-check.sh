@@ -93,31 +93,38 @@ PY
     startup-cold)
       # issue 20: the cold start's wait in the pick's first call. Which library pages each backend's first call
       # reads (scripts/diag_cold_libs.py, after a dropped page cache, then warm), and the first number cold with the
-      # prewarm's readahead in each order, none, and no prewarm at all, alternated twice (about 3 minutes; the
-      # FIRST step on a fresh machine)
+      # prewarm's readahead of cuDNN, without it (the context kept), and with no prewarm at all, alternated three
+      # times (about 3 minutes; the FIRST step on a fresh machine)
       log "first calls' library reads, cold then warm"
       drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"; }
       drop; python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-cold.json"
       python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-warm.json" | grep -v "^    "
-      log "first number cold: readahead cudnn,cublas / cublas,cudnn / none / no prewarm"
-      for i in 1 2; do
-        for v in cudnn,cublas cublas,cudnn none off; do
+      log "first number cold: readahead of cudnn / none / no prewarm; torch's own import (the command's wall time)"
+      for i in 1 2 3; do
+        for v in alone cudnn none off; do
           drop >/dev/null
           case $v in
+            alone) t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
+                   python3 -c "print(f'alone-$i: python3 -c \\'import torch\\' from the command to its end {$t1 - $t0:.2f} s')" ;;
             off) env SDPA_TUI_NO_PREWARM=1 python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
             none) env SDPA_TUI_PREWARM_READAHEAD= python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
             *) env SDPA_TUI_PREWARM_READAHEAD=$v python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
           esac
         done
       done
+      for i in 1 2; do
+        t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
+        python3 -c "print(f'warm alone-$i: python3 -c \\'import torch\\' from the command to its end {$t1 - $t0:.2f} s')"
+        python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-warm-cudnn-$i.json" >/dev/null 2>&1
+      done
       python3 - "$OUT/r" <<'PY'
 import json, pathlib, sys
 print(f"{'run':<22} {'import ends':>11} {'cuda_init':>9} {'probe':>6} {'first number':>12} {'- import end':>12} {'named':>6}")
-for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-cold-*.json")):
+for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-cold-*.json")) + sorted(pathlib.Path(sys.argv[1]).glob("ui-live-warm-*.json")):
     d = json.loads(f.read_text()); e = d.get("engine_startup") or {}; n = float("nan")
     p, t = e.get("phases_end_s", {}), e.get("phases_took_s", {})
     first, end = d.get("first_sample_s") or n, p.get("import_torch", n)
-    print(f"{f.stem[13:]:<22} {end:>11.2f} {t.get('cuda_init', n):>9.2f} {t.get('pick_probe', n):>6.2f} "
+    print(f"{f.stem[8:]:<22} {end:>11.2f} {t.get('cuda_init', n):>9.2f} {t.get('pick_probe', n):>6.2f} "
           f"{first:>12.2f} {first - end:>12.2f} {d.get('kernels_named_s') or n:>6.2f}")
 PY
       ;;

@@ -9,13 +9,14 @@ imports, which is Python's work on one core:
   (``cuda-bindings``, which torch's CUDA wheels install and ``graph_nodes.py`` already uses); their driver calls
   release the GIL, so the import goes on meanwhile, and torch's runtime later finds the context made (there is
   one primary context per GPU and process);
-- readahead (``posix_fadvise`` WILLNEED) of the cuDNN and cuBLAS libraries of the ``nvidia-*`` wheels (cuDNN
-  first), so the kernel reads them into the page cache before the first call maps them.
+- readahead (``posix_fadvise`` WILLNEED) of cuDNN's libraries in the ``nvidia-cudnn`` wheel, so the kernel reads
+  them into the page cache before the pick's first call maps them.
 
 Neither changes what is measured, and each is skipped where it cannot run (a CPU engine, no ``cuda-bindings``,
 no driver, libraries elsewhere): torch then does the same work itself, as it did before. Measured on an H100
-(docs/gpu-measurements.md, "The prewarm"): CUDA's start after the import fell from 0.30-0.46 s to 0.02 s; the
-readahead's gain was not shown there (the pick's first call 0.23 s with it, 0.25-0.26 without, after a dropped cache).
+(docs/gpu-measurements.md, "The prewarm" and "The cold start"): CUDA's start after the import fell from 0.30-0.46 s
+to 0.02 s; the readahead's gain is small and within the runs' spread (after a dropped cache the pick's first call took
+0.18-0.21 s with it, 0.23-0.26 without, on an H100).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ import threading
 import time
 from pathlib import Path
 
-LIBRARIES = ("cudnn", "cublas")
-"""The ``nvidia/<name>/lib`` folders read ahead, in this order: cuDNN for SDPA's pick on a GPU that has it, then
-cuBLAS for MATH and the matmul peak."""
+LIBRARIES = ("cudnn",)
+"""The ``nvidia/<name>/lib`` folders read ahead: cuDNN's, which SDPA's pick loads on its first call on a GPU that
+has it (the first number waits for it). Not cuBLAS's: a cold ``import torch`` reads much of it already (187 of
+517 MiB on an H100, scripts/diag_cold_libs.py) and only MATH's first call, after the first number, reads more."""
 READAHEAD_ENV = "SDPA_TUI_PREWARM_READAHEAD"
 """A comma list of those folders to read ahead instead, in order (empty: none), to measure what each gains."""
 DRIVER_NODE = "/dev/nvidiactl"
