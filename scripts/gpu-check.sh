@@ -144,12 +144,19 @@ PY
       ;;
     startup-frame)
       # issue 20: where the UI's time before its first frame goes (benchmarks/ui_phases.py) and the floor under it
-      # (a minimal Textual app, benchmarks/textual_floor.py); the FIRST step on a fresh machine (about 2 minutes).
+      # (a minimal Textual app, benchmarks/textual_floor.py), cold (page cache dropped, three times, alternated with
+      # the minimal app cold) then warm; the FIRST step on a fresh machine (about 3 minutes).
       # The carried wheels are byte-compiled first, as pip installs them for a user.
       log "first frame: the UI's phases, cold then warm, and a minimal Textual app beside sdpa-tui"
+      grep -H . /sys/block/*/queue/scheduler 2>/dev/null
       python3 -m compileall -q .site >/dev/null 2>&1
-      sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"
-      for run in cold warm-1 warm-2 warm-3; do
+      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
+      for i in 1 2 3; do
+        drop; python3 benchmarks/ui_live.py --device cuda --seconds 2 --ui-phases --json "$OUT/r/ui-frame-cold-$i.json" \
+          | grep -E "^cuda|UI process"
+        drop; python3 benchmarks/textual_floor.py --runs 1 --json "$OUT/r/textual-floor-cold-$i.json" | grep minimal
+      done
+      for run in warm-1 warm-2 warm-3; do
         python3 benchmarks/ui_live.py --device cuda --seconds 2 --ui-phases --json "$OUT/r/ui-frame-$run.json" \
           | grep -E "^cuda|UI process"
       done
