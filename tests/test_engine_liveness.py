@@ -82,6 +82,19 @@ def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
     assert len(captures) == 2 and max(captures) < peak
 
 
+def test_the_same_configuration_received_twice_is_set_up_once():
+    engine, channel = cpu_engine()
+    config = Configure(1, SMALL, BOTH, sample_interval_s=0.25)
+    engine._handle(config)  # the app's, sent when it mounted
+    runs = dict(engine.runs)
+    assert all(run.samples == 1 for run in runs.values())
+    engine._handle(config)  # the supervisor's, sent again when the engine said Ready
+    assert sum(isinstance(r, Dispatch) for r in channel.records) == 1, "one set-up pass"
+    assert engine.runs == runs and all(run.samples == 1 for run in runs.values()), "first numbers kept"
+    engine._handle(Configure(2, SMALL, BOTH, sample_interval_s=0.25))  # a new one, the same content: a fresh pass
+    assert sum(isinstance(r, Dispatch) for r in channel.records) == 2
+
+
 def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
     engine, channel = cpu_engine()
     engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))

@@ -144,7 +144,11 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         elif isinstance(record, SetPaused):
             self.paused = record.paused
         elif isinstance(record, Configure):
-            self._configure(record)
+            # The supervisor sends the configuration again when an engine says Ready, and the app sent it already:
+            # set up once (a second pass reset every first number and put the graphs' capture, and so the kernels'
+            # names, 0.25 s later).
+            if record != self.config:
+                self._configure(record)
         elif isinstance(record, CaptureTraces):
             self._capture_traces(record)
 
