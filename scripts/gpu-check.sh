@@ -6,7 +6,7 @@
 # compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier;
 # where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
 # reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold; a cold import with torch's
-# libraries read ahead: ... cold-import
+# libraries read ahead: ... cold-import; this checkout's start-up against another commit's: BEFORE=dir ... startup-ab
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -141,6 +141,29 @@ PY
           drop; python3 scripts/diag_cold_import.py $v | tee -a "$OUT/r/cold-import.jsonl"
         done
       done
+      ;;
+    startup-ab)
+      # issue 20: this checkout against another commit's (BEFORE=folder holding its sdpa_tui, e.g. made with
+      # `git archive REV | tar -x -C before`), benchmarks/ui_live.py alternated: cold twice (page cache dropped),
+      # then warm three times (about 4 minutes)
+      log "start-up, this checkout against ${BEFORE:?BEFORE=folder of the other commit}"
+      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
+      for run in cold-1 cold-2 warm-1 warm-2 warm-3; do
+        for side in after before; do
+          case $run in cold*) drop;; esac
+          where=$PWD; [ $side = before ] && where=$(cd "$BEFORE" && pwd)
+          python3 benchmarks/ui_live.py --device cuda --seconds 2 --pythonpath "$where" \
+            --json "$OUT/r/ui-live-ab-$run-$side.json" >/dev/null 2>&1
+        done
+      done
+      python3 - "$OUT/r" <<'PY'
+import json, pathlib, sys
+print(f"{'run':<16} {'import ends':>11} {'first number':>12} {'accuracy':>8} {'capture starts':>14} {'named':>6}")
+for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-ab-*.json")):
+    d = json.loads(f.read_text()); p = (d.get("engine_startup") or {}).get("phases_end_s", {}); n = float("nan")
+    print(f"{f.stem[11:]:<16} {p.get('import_torch', n):>11.2f} {d.get('first_sample_s') or n:>12.2f} "
+          f"{p.get('accuracy', n):>8.2f} {p.get('graph_capture_start', n):>14.2f} {d.get('kernels_named_s') or n:>6.2f}")
+PY
       ;;
     startup-frame)
       # issue 20: where the UI's time before its first frame goes (benchmarks/ui_phases.py) and the floor under it
