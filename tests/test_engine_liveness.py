@@ -95,6 +95,22 @@ def test_the_same_configuration_received_twice_is_set_up_once():
     assert sum(isinstance(r, Dispatch) for r in channel.records) == 2
 
 
+def test_a_graph_still_to_capture_is_due_at_once_after_the_first_numbers(monkeypatch):
+    engine, channel = cpu_engine()
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=60.0))  # every backend has its first number
+    assert engine._wait_time() > 50, "nothing due until the interval is up"
+    captured = []
+    monkeypatch.setattr(engine, "_capture_graph", lambda run: (captured.append(run.backend),
+                                                               setattr(run, "graph_due", False)))
+    for run in engine.runs.values():  # as on a GPU: the graph waits for the second slice
+        run.graph_due = True
+    assert engine._wait_time() == 0.0
+    engine._measure_next()
+    engine._measure_next()
+    assert sorted(captured, key=BOTH.index) == list(BOTH), "each backend's capture without waiting its interval"
+    assert engine._wait_time() > 50, "then the interval again"
+
+
 def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
     engine, channel = cpu_engine()
     engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))

@@ -73,13 +73,18 @@ class BackendRun:
     step: object
     per_call_us: float
     graph: clocks.GraphClock | None = None
-    graph_due: bool = False  # CUDA: the graph is captured at the next slice (the first number is eager)
+    graph_due: bool = False  # CUDA: the graph is captured at the next slice, at once (the first number is eager)
     next_profile: float = 0.0
     profile_interval_s: float = 0.0
     captured: bool = False  # had its first kernel capture (the peak waits for every backend's)
     last_sample: float = 0.0
     samples: int = 0
     peak_bytes: int | None = None
+
+    def due_at(self, interval_s: float) -> float:
+        """When its next slice is due (CLOCK_MONOTONIC): ``interval_s`` after its last sample, or at once when its
+        graph is still to be captured after a first number (the kernels' names wait for every backend's graph)."""
+        return 0.0 if self.graph_due and self.samples else self.last_sample + interval_s
 
 
 def check_sticky(device: torch.device, exc: BaseException) -> None:

@@ -135,8 +135,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         interval = self.config.sample_interval_s if self.config else 0.0
         if interval <= 0:
             return 0.0
-        now = time.monotonic()
-        return max(0.0, min(r.last_sample + interval - now for r in self.runs.values()))
+        return max(0.0, min(r.due_at(interval) for r in self.runs.values()) - time.monotonic())
 
     def _handle(self, record: object) -> None:
         if isinstance(record, Shutdown):

@@ -44,7 +44,7 @@ class TimingSlices(BackendRuns):
         order = list(self.runs)
         for i in range(len(order)):
             backend = order[(self._cursor + i) % len(order)]
-            if now - self.runs[backend].last_sample >= interval:
+            if now >= self.runs[backend].due_at(interval):
                 self._cursor = (self._cursor + i + 1) % len(order)
                 self._slice(self.runs[backend])
                 return
