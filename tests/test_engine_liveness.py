@@ -10,7 +10,7 @@ from engine_fakes import NoOutput, Recorder
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.engine_commands import Configure, SetPaused
-from sdpa_tui.core.records import BackendStatus, Dispatch, KernelCapture, PeakFlops, Sample
+from sdpa_tui.core.records import Accuracy, BackendStatus, Dispatch, KernelCapture, PeakFlops, Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine import clocks
 from sdpa_tui.engine.cpu_threads import timing_threads
@@ -95,19 +95,24 @@ def test_the_same_configuration_received_twice_is_set_up_once():
     assert sum(isinstance(r, Dispatch) for r in channel.records) == 2
 
 
-def test_a_graph_still_to_capture_is_due_at_once_after_the_first_numbers(monkeypatch):
+def test_graphs_still_to_capture_are_due_at_once_and_the_accuracy_follows_them(monkeypatch):
     engine, channel = cpu_engine()
     engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=60.0))  # every backend has its first number
-    assert engine._wait_time() > 50, "nothing due until the interval is up"
+    assert not any(isinstance(r, Accuracy) for r in channel.records), "the accuracy is the loop's, after the pass"
     captured = []
     monkeypatch.setattr(engine, "_capture_graph", lambda run: (captured.append(run.backend),
                                                                setattr(run, "graph_due", False)))
     for run in engine.runs.values():  # as on a GPU: the graph waits for the second slice
         run.graph_due = True
+    engine._send_accuracies_when_due()
+    assert not any(isinstance(r, Accuracy) for r in channel.records), "the kernels' names do not wait for it"
     assert engine._wait_time() == 0.0
     engine._measure_next()
     engine._measure_next()
     assert sorted(captured, key=BOTH.index) == list(BOTH), "each backend's capture without waiting its interval"
+    assert engine._wait_time() == 0.0, "the accuracy is due"
+    engine._send_accuracies_when_due()
+    assert sorted((r.backend for r in channel.records if isinstance(r, Accuracy)), key=BOTH.index) == list(BOTH)
     assert engine._wait_time() > 50, "then the interval again"
 
 

@@ -56,6 +56,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         self.profiler: ProfilerClient | None = profiler
         self._next_health = 0.0
         self._peak_due = False  # the matmul peak of the configured dtype is still to be sent
+        self._accuracy_due: list[Backend] = []  # backends set up whose accuracy is still to be sent
         self._grad_ref = None  # fwd+bwd: float64 MATH's dq, dk, dv while a configuration's accuracies are sent
 
     # -- main loop -----------------------------------------------------------------------
@@ -79,6 +80,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 for record in latest_configure_only(self.channel.receive_all(timeout=wait)):
                     self._handle(record)
                 if not self.stopping and self.runs and not self.paused:
+                    self._send_accuracies_when_due()
                     self._measure_next()
                     self._check_growth()
                     self._report_health()
@@ -133,7 +135,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
     def _wait_time(self) -> float:
         """Seconds until the next backend is due for a sample (0 when one is due now)."""
         interval = self.config.sample_interval_s if self.config else 0.0
-        if interval <= 0:
+        if interval <= 0 or self._accuracy_due:
             return 0.0
         return max(0.0, min(r.due_at(interval) for r in self.runs.values()) - time.monotonic())
 
@@ -221,7 +223,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 self._after_first_sample()
             fresh.append(backend)
         self.startup.mark("all_first_samples")
-        self._send_accuracies([b for b in fresh if b in self.runs])
+        self._accuracy_due = fresh
         self._peak_due = True
 
     def _after_first_sample(self) -> None:
