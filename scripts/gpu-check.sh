@@ -7,7 +7,8 @@
 # where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
 # reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold; a cold import with torch's
 # libraries read ahead: ... cold-import; this checkout's start-up against another commit's: BEFORE=dir ... startup-ab
-# Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file.
+# Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file, results.tgz, which the next
+# call replaces: name every step in one call.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT/r"
