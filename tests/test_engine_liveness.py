@@ -116,6 +116,19 @@ def test_graphs_still_to_capture_are_due_at_once_and_the_accuracy_follows_them(m
     assert engine._wait_time() > 50, "then the interval again"
 
 
+def test_a_flag_change_before_the_accuracy_came_keeps_it_due_for_the_backends_kept(monkeypatch):
+    engine, channel = cpu_engine()
+    monkeypatch.setattr(engine, "_capture_graph", lambda run: setattr(run, "graph_due", False))
+    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=60.0))
+    for run in engine.runs.values():  # as on a GPU: the accuracy waits for the graphs
+        run.graph_due = True
+    engine._configure(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=60.0))  # Flash switched off meanwhile
+    engine._measure_next()  # MATH's fresh number
+    engine._measure_next()  # its graph
+    engine._send_accuracies_when_due()
+    assert [(r.config_id, r.backend) for r in channel.records if isinstance(r, Accuracy)] == [(2, Backend.MATH)]
+
+
 def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
     engine, channel = cpu_engine()
     engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))

@@ -223,7 +223,8 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 self._after_first_sample()
             fresh.append(backend)
         self.startup.mark("all_first_samples")
-        self._accuracy_due = fresh
+        # a kept backend whose accuracy was still to come (its graph not captured yet) keeps its turn
+        self._accuracy_due = [b for b in self._accuracy_due if b in self.runs and b not in fresh] + fresh
         self._peak_due = True
 
     def _after_first_sample(self) -> None:
