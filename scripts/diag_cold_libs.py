@@ -16,6 +16,7 @@ import ctypes
 import ctypes.util
 import json
 import mmap
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,8 +31,6 @@ PAGE = mmap.PAGESIZE
 
 def resident_bytes(path: Path) -> int:
     """Bytes of ``path`` in the page cache (mapping it does not read it)."""
-    import os
-
     size = path.stat().st_size
     if size == 0:
         return 0

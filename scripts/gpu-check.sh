@@ -26,6 +26,13 @@ fi
 steps=${*:-report tests fixtures fidelity ui faults}
 gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200|A100|L40S|[A-Z][0-9]+' | head -1 | tr 'A-Z' 'a-z')
 log() { echo "=== $*"; }
+# the page cache dropped (a cold start), where /proc allows
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && return 0; echo "page cache NOT dropped"; return 1; }
+# torch's own import: `python3 -c 'import torch'` from the command to its end, printed after LABEL
+own_import() {
+  local t0 t1; t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
+  python3 -c "print(f'$1: python3 -c \\'import torch\\' from the command to its end {$t1 - $t0:.2f} s')"
+}
 {
   log "machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'
@@ -73,7 +80,6 @@ log() { echo "=== $*"; }
       log "first number with and without the prewarm (SDPA_TUI_NO_PREWARM=1), cold then warm"
       log "python3 -c 'import torch' alone:"; python3 -c 'import time; t=time.monotonic(); import torch; print(f"{time.monotonic()-t:.2f} s")'
       run_ui() { python3 benchmarks/ui_live.py --device cuda --seconds 4 --json "$OUT/r/ui-live-$1.json" >/dev/null 2>&1; }
-      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"; }
       run_ui cold-with-1
       drop; SDPA_TUI_NO_PREWARM=1 run_ui cold-without-1
       drop; run_ui cold-with-2
@@ -97,25 +103,23 @@ PY
       # prewarm's readahead of cuDNN, without it (the context kept), and with no prewarm at all, alternated three
       # times (about 3 minutes; the FIRST step on a fresh machine)
       log "first calls' library reads, cold then warm"
-      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped"; }
-      drop; python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-cold.json"
+      drop && echo "page cache dropped"; python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-cold.json"
       python3 scripts/diag_cold_libs.py "$OUT/r/cold-libs-warm.json" | grep -v "^    "
       log "first number cold: readahead of cudnn / none / no prewarm; torch's own import (the command's wall time)"
       for i in 1 2 3; do
         for v in alone cudnn none off; do
-          drop >/dev/null
+          drop
           case $v in
-            alone) t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
-                   python3 -c "print(f'alone-$i: python3 -c \\'import torch\\' from the command to its end {$t1 - $t0:.2f} s')" ;;
-            off) env SDPA_TUI_NO_PREWARM=1 python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
-            none) env SDPA_TUI_PREWARM_READAHEAD= python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
-            *) env SDPA_TUI_PREWARM_READAHEAD=$v python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1 ;;
+            alone) own_import "alone-$i"; continue ;;
+            off) knob=SDPA_TUI_NO_PREWARM=1 ;;
+            none) knob=SDPA_TUI_PREWARM_READAHEAD= ;;
+            *) knob=SDPA_TUI_PREWARM_READAHEAD=$v ;;
           esac
+          env "$knob" python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-cold-$v-$i.json" >/dev/null 2>&1
         done
       done
       for i in 1 2; do
-        t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
-        python3 -c "print(f'warm alone-$i: python3 -c \\'import torch\\' from the command to its end {$t1 - $t0:.2f} s')"
+        own_import "warm alone-$i"
         python3 benchmarks/ui_live.py --device cuda --seconds 3 --json "$OUT/r/ui-live-warm-cudnn-$i.json" >/dev/null 2>&1
       done
       python3 - "$OUT/r" <<'PY'
@@ -133,7 +137,6 @@ PY
       # issue 20: a cold import of torch with its libraries read ahead beside it (scripts/diag_cold_import.py),
       # each variant after a dropped page cache, alternated three times; the disk's sequential read first
       log "disk: one library read through after a dropped page cache"
-      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
       lib=$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("torch").origin).parent / "lib" / "libtorch_cuda.so")')
       drop; dd if="$lib" of=/dev/null bs=1M 2>&1 | tail -1
       log "cold import of torch: plain / fadvise-1 / fadvise-8 / read-8 / pair"
@@ -148,7 +151,6 @@ PY
       # `git archive REV | tar -x -C before`), benchmarks/ui_live.py alternated: cold twice (page cache dropped),
       # then warm three times (about 4 minutes)
       log "start-up, this checkout against ${BEFORE:?BEFORE=folder of the other commit}"
-      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
       for run in cold-1 cold-2 warm-1 warm-2 warm-3; do
         for side in after before; do
           case $run in cold*) drop;; esac
@@ -174,7 +176,6 @@ PY
       log "first frame: the UI's phases, cold then warm, and a minimal Textual app beside sdpa-tui"
       grep -H . /sys/block/*/queue/scheduler 2>/dev/null
       python3 -m compileall -q .site >/dev/null 2>&1
-      drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "page cache NOT dropped"; }
       for i in 1 2 3; do
         drop; python3 benchmarks/ui_live.py --device cuda --seconds 2 --ui-phases --json "$OUT/r/ui-frame-cold-$i.json" \
           | grep -E "^cuda|UI process"
