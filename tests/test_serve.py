@@ -3,8 +3,10 @@ session runs (the browser itself: test_serve_browser.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -163,3 +165,98 @@ def test_without_a_terminal_the_monitor_refuses_unless_textual_serve_started_it(
         served.stdin.close()  # what the session sees if the server goes away
         served.wait(timeout=60)
     assert b"the terminal was closed" in served.stderr.read()
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        with contextlib.suppress(OSError):  # a process or thread gone meanwhile
+            for task in Path(f"/proc/{todo.pop()}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    kids = [int(c) for c in (task / "children").read_text().split()]
+                    found += kids
+                    todo += kids
+    return found
+
+
+def trackers_under(pid: int) -> list[int]:
+    """multiprocessing's resource trackers among ``pid``'s descendants."""
+    found = []
+    for kid in descendants(pid):
+        with contextlib.suppress(OSError):
+            if b"resource_tracker" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                found.append(kid)
+    return found
+
+
+def pipes_held(pid: int) -> set[str]:
+    """The pipes ``pid`` holds as stdin, stdout or stderr (``pipe:[inode]``)."""
+    held = set()
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return {link for link in held if link.startswith("pipe:")}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_a_served_sessions_resource_tracker_holds_none_of_its_pipes():
+    """multiprocessing's resource tracker outlives the app by a moment: holding the session's pipes, it kept the
+    server from seeing the session end, and a server stopped then printed a traceback as it exited."""
+    served = app_process({"TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver"})
+    try:
+        assert served.stdout.readline() == b"__GANGLION__\n"
+        session_pipes = pipes_held(served.pid)
+        assert len(session_pipes) == 3
+        trackers = trackers_under(served.pid)
+        assert trackers, "no resource tracker among the app's children"
+        for pid in trackers:
+            assert not pipes_held(pid) & session_pipes
+    finally:
+        served.stdin.close()
+        served.wait(timeout=60)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_a_server_stopped_as_a_session_ends_exits_without_a_traceback(tmp_path):
+    """The failure this guards, made certain: a session ends (its app exits) while the app's resource tracker is
+    held stopped, then the server is stopped. A tracker holding the session's pipes left them open past the
+    server's event loop: 'Exception ignored ... Event loop is closed' on its stderr."""
+    import asyncio
+
+    import aiohttp
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    server = subprocess.Popen([sys.executable, "-m", "sdpa_tui", "serve", "--device", "cpu", "--seq", "64",
+                               "--port", str(port)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    tracker = None
+
+    async def one_session() -> None:
+        nonlocal tracker
+        async with aiohttp.ClientSession() as client:
+            for _ in range(100):  # the line above is printed just before the server listens
+                with contextlib.suppress(aiohttp.ClientConnectionError):
+                    ws = await client.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24")
+                    break
+                await asyncio.sleep(0.1)
+            await ws.receive(timeout=60)  # the app's first output: it has started its tracker
+            [tracker] = trackers_under(server.pid)
+            os.kill(tracker, signal.SIGSTOP)
+            await ws.close()
+
+    try:
+        assert server.stdout.readline().startswith("sdpa-tui: serving the monitor")
+        asyncio.run(one_session())
+        deadline = time.monotonic() + 60
+        while descendants(server.pid):  # the app and its engine exit; the stopped tracker is left to init
+            assert time.monotonic() < deadline, f"the session's processes did not exit: {descendants(server.pid)}"
+            time.sleep(0.05)
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+    finally:
+        if tracker is not None:
+            os.kill(tracker, signal.SIGCONT)
+        server.kill()
+    assert server.returncode == 0
+    assert err == ""

@@ -61,11 +61,37 @@ def can_run_live() -> bool:
     return (sys.stdin.isatty() and sys.stdout.isatty()) or served_by_textual_serve()
 
 
+STDIO = (0, 1, 2)
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, which spawning an engine needs, before the UI runs: it passes on
+    sys.stderr's descriptor, and a running Textual app replaces sys.stderr with an object that has none.
+
+    The tracker inherits this process's stdin, stdout and stderr and outlives it by a moment (it exits once every
+    process that uses it has). In a browser session those are textual-serve's pipes to the server, which sees the
+    session end only when the last holder closes them: a server stopped in that moment closed its event loop with
+    the session's pipes still open, and printed a traceback as they were collected. A served session's tracker
+    gets /dev/null for all three instead (so a served session loses its warnings of leaked semaphores)."""
+    if not served_by_textual_serve():
+        resource_tracker.ensure_running()
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    kept = [os.dup(fd) for fd in STDIO]
+    try:
+        for fd in STDIO:
+            os.dup2(null, fd)
+        resource_tracker.ensure_running()
+    finally:
+        for fd, copy in zip(STDIO, kept):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(null)
+
+
 def start_engine_early(device: str) -> tuple[EngineSupervisor, Relay]:
     """The engine for ``device``, started now (its process imports torch while the UI starts)."""
-    # Spawning needs multiprocessing's resource tracker, which passes on sys.stderr's descriptor: start it while
-    # sys.stderr is the real one (a running Textual app replaces it with an object that has none).
-    resource_tracker.ensure_running()
+    start_resource_tracker()
     relay = Relay()
     engine = EngineSupervisor(device, on_records=relay.records, on_event=relay.event)
     engine.start()

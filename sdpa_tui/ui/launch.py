@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import os
 import sys
-from multiprocessing import resource_tracker
 
 from ..core.backends import Backend
 from ..core.engine_commands import ENGINE_MEMORY_MIB
@@ -40,7 +39,7 @@ from ..core.session import Session
 from ..core.workload import Workload
 from ..device_choice import find_gpus
 from ..engine.device_engines import DeviceEngines, engine_device
-from ..engine.early_start import Relay, can_run_live
+from ..engine.early_start import Relay, can_run_live, start_resource_tracker
 from ..engine.supervisor import EngineSupervisor
 from ..telemetry.host_cpu import cpu_pressure
 from .app import SdpaApp
@@ -66,10 +65,7 @@ def make_app(
     side) and an NVML poller for every GPU of the host. ``app_class``: a :class:`LiveApp`
     subclass (``sdpa-tui watch``'s); ``started``: the engine the command line started before the UI was imported
     (``engine/early_start.py``), and the relay that kept what it said meanwhile."""
-    # Spawning the engine needs multiprocessing's resource tracker, which passes on
-    # sys.stderr's descriptor: start it now, while sys.stderr is the real one (a running
-    # Textual app replaces it with an object that has none).
-    resource_tracker.ensure_running()
+    start_resource_tracker()
     session = Session(workload, backends)
     session.legacy_api = legacy_api
     if devices:
