@@ -21,6 +21,9 @@ engine's RSS at the end of each visit of each workload (``soak_cycle.py``): a fi
 shows as visit 2, 3, ... ≈ visit 1, growth as a rising line. Use it with ``--engine-memory-mib 0``
 (its default there), so that no replacement hides growth.
 
+Each sample also reads the UI process's heap (``soak_rows.heap_reading``: Python's allocated blocks, what malloc
+has handed out and holds), and goes to a file as it is taken, not to a list in this process (``soak_rows.RowLog``).
+
 Prints first / last / max and a least-squares slope per hour for each series, and writes
 benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
 own RSS, descriptors and threads are the UI's.
@@ -46,6 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from recorded import run_header  # noqa: E402
 from soak_cycle import Stop, format_table, keys_between, later_minus_first, parse_cycle, per_visit  # noqa: E402
+from soak_rows import HEAP_SERIES, RowLog, heap_reading  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
@@ -58,7 +62,7 @@ SIZE = (120, 40)
 FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")
 """One round of key presses; the pairs put each setting back, so the workload stays small.
 ``d`` cycles the dtype (three presses make a full turn, over three rounds)."""
-SERIES = ("ui_rss_mib", "ui_fds", "ui_threads", "engine_rss_mib", "engine_fds", "engine_gpu_mib",
+SERIES = ("ui_rss_mib", *HEAP_SERIES, "ui_fds", "ui_threads", "engine_rss_mib", "engine_fds", "engine_gpu_mib",
           "profiler_rss_mib", "engine_restarts", "engine_recycles", "history_rows")
 FIRST_SAMPLE_TIMEOUT_S = 180.0
 
@@ -126,7 +130,8 @@ class GpuMemory:
 class Soak:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.samples: list[dict[str, Any]] = []
+        # the samples go to a file as they are taken: kept here, they grew the UI process being measured
+        self.rows = RowLog.temporary()
         self.starts = 0
         self.recycles = 0
         self.gave_up = False
@@ -166,6 +171,7 @@ class Soak:
         row = {
             "elapsed_s": round(time.monotonic() - t0, 2),
             "ui_rss_mib": rss_mib("self"),
+            **heap_reading(),
             "ui_fds": open_fds("self"),
             "ui_threads": len(os.listdir("/proc/self/task")),
             "engine_pid": pid,
@@ -182,7 +188,7 @@ class Soak:
         if self.cycle:
             stop = self.cycle[self.at]
             row.update(cycle_stop=stop.label, visit=self.visits[stop.label])
-        self.samples.append(row)
+        self.rows.append(row)
         return row
 
     async def run(self) -> None:
@@ -222,7 +228,7 @@ class Soak:
                         if args.keys_for and next_flip > t0 + args.keys_for:
                             next_flip = float("inf")  # from here on the user only watches
                     if now >= next_stop:
-                        if not self.samples or now - t0 - self.samples[-1]["elapsed_s"] > 0.5:
+                        if self.rows.last_elapsed_s is None or now - t0 - self.rows.last_elapsed_s > 0.5:
                             self._progress(await self.sample(app, t0))  # the visit's settled RSS
                         await self._next_stop(app, pilot)
                         next_stop += args.dwell
@@ -238,6 +244,7 @@ class Soak:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             self.gpu.close()
+            self.rows.close()
 
     async def _wait_for_first_sample(self, app: Any, pilot: Any) -> None:
         deadline = time.monotonic() + FIRST_SAMPLE_TIMEOUT_S
@@ -271,7 +278,8 @@ class Soak:
                 return "n/a"
             return (f"{value:.1f}" if isinstance(value, float) else str(value)) + unit
 
-        print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} {fmt(row['ui_fds'])} fds "
+        print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} (malloc "
+              f"{fmt(row['ui_malloc_used_mib'], ' MiB')}, {fmt(row['ui_py_blocks_k'])} k blocks) {fmt(row['ui_fds'])} fds "
               f"{fmt(row['ui_threads'])} threads | engine {fmt(row['engine_rss_mib'], ' MiB')} "
               f"{fmt(row['engine_fds'])} fds, GPU {fmt(row['engine_gpu_mib'], ' MiB')} | "
               f"profiler {fmt(row['profiler_rss_mib'], ' MiB')} | "
@@ -325,9 +333,9 @@ def per_engine(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_table(summary: dict[str, dict[str, float | None]]) -> None:
     fmt = lambda v: "n/a" if v is None else f"{v:,.2f}"  # noqa: E731
-    print(f"\n{'series':<18}{'first':>12}{'last':>12}{'max':>12}{'slope / hour':>15}{'2nd half':>15}")
+    print(f"\n{'series':<20}{'first':>12}{'last':>12}{'max':>12}{'slope / hour':>15}{'2nd half':>15}")
     for name, s in summary.items():
-        print(f"{name:<18}{fmt(s['first']):>12}{fmt(s['last']):>12}{fmt(s['max']):>12}"
+        print(f"{name:<20}{fmt(s['first']):>12}{fmt(s['last']):>12}{fmt(s['max']):>12}"
               f"{fmt(s['slope_per_hour']):>15}{fmt(s['slope_per_hour_second_half']):>15}")
 
 
@@ -408,13 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     asyncio.run(soak.run())
     load_after = os.getloadavg()
     left = leftover_engines(soak.engine_pids)
-    summary = summarize(soak.samples)
+    samples = soak.rows.rows()
+    soak.rows.path.unlink()
+    summary = summarize(samples)
     print_table(summary)
-    engines = per_engine(soak.samples)
+    engines = per_engine(samples)
     if len(engines) > 1:
         print("\nengine processes (RSS MiB): " + "; ".join(
             f"{e['first_s']:.0f}-{e['last_s']:.0f} s: {e['rss_first_mib']:,.0f} -> max {e['rss_max_mib']:,.0f}" for e in engines))
-    visits = per_visit(soak.samples) if soak.cycle else {}
+    visits = per_visit(samples) if soak.cycle else {}
     if visits:
         print("\nengine RSS (MiB) at the end of each visit (* another engine process than at the start):")
         print(format_table(visits))
@@ -442,13 +452,13 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summary,
         **({"visits": {stop: {"visits": v, "last_minus_first_mib": later_minus_first(v)} for stop, v in visits.items()}}
            if soak.cycle else {}),
-        "samples": soak.samples,
+        "samples": samples,
     }
     base.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     with base.with_suffix(".csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(soak.samples[0]) if soak.samples else ["elapsed_s", *SERIES])
+        writer = csv.DictWriter(f, fieldnames=list(samples[0]) if samples else ["elapsed_s", *SERIES])
         writer.writeheader()
-        writer.writerows(soak.samples)
+        writer.writerows(samples)
     print(f"wrote {base.with_suffix('.json')} and {base.with_suffix('.csv')}")
     return 0
 
