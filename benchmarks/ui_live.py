@@ -40,6 +40,7 @@ SESSION = "sdpa-tui-bench"
 SOCKET = f"sdpa-tui-bench-{os.getpid()}"
 """A tmux server of our own: other runs on the machine neither see nor kill this session."""
 REPO = Path(__file__).resolve().parent.parent
+CONSOLE_SCRIPT = REPO / "benchmarks" / "console_script.py"
 FIRST_FRAME = re.compile(r"sdpa-tui")
 NUMBER = r"\s+[\d.,]+ (µs|ms)"
 FIRST_SAMPLE = re.compile(rf"(eager|GPU/call|GPU){NUMBER}")
@@ -113,7 +114,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to measure CPU use while live")
-    parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} -m sdpa_tui")
+    parser.add_argument("--command", default=f"{shlex.quote(sys.executable)} {shlex.quote(str(CONSOLE_SCRIPT))}",
+                        help="the monitor's command (default: pip's sdpa-tui script, benchmarks/console_script.py, "
+                        "run by this Python)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--ui-phases", action="store_true",
                         help="run the command through benchmarks/ui_phases.py and place the UI process's start-up "
@@ -127,7 +130,8 @@ def main() -> int:
     command = (f"env SDPA_TUI_UI_PHASES={shlex.quote(str(ui_file))} {shlex.quote(sys.executable)} "
                f"{shlex.quote(str(REPO / 'benchmarks' / 'ui_phases.py'))}" if args.ui_phases else args.command)
     start = time.monotonic()
-    # started in --pythonpath: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH
+    # started in --pythonpath: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH (a script
+    # puts its own folder first, and sdpa_tui comes from PYTHONPATH)
     tmux("new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", "-c", args.pythonpath,
          f"exec env SDPA_TUI_STARTUP_TIMES={shlex.quote(str(startup_file))} {command} --device {args.device}")
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])

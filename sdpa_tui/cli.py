@@ -14,6 +14,7 @@ from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_prio
 from .core.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
+from .engine.spawned_main import spawn_children_without_the_script
 from .exit_codes import EXIT_USAGE
 from .exports.output_paths import check_output_paths
 
@@ -195,6 +196,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Worklo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    spawn_children_without_the_script(main)  # run as ``sdpa-tui``: engines spawn without re-running the script
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["watch"]:  # its own parser: everything after -- belongs to the watched program
         from .watch.cli import main as watch_main
