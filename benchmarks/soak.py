@@ -21,8 +21,8 @@ engine's RSS at the end of each visit of each workload (``soak_cycle.py``): a fi
 shows as visit 2, 3, ... ≈ visit 1, growth as a rising line. Use it with ``--engine-memory-mib 0``
 (its default there), so that no replacement hides growth.
 
-Each sample also reads the UI process's heap (``soak_rows.heap_reading``: Python's allocated blocks, what malloc
-has handed out and holds), and goes to a file as it is taken, not to a list in this process (``soak_rows.RowLog``).
+Each sample also reads the UI process's memory by kind (``soak_rows.memory_reading``: anonymous and file-backed RSS,
+pymalloc's arenas and their used bytes, Python's allocated blocks, what malloc has handed out and holds), and goes to a file as it is taken, not to a list in this process (``soak_rows.RowLog``).
 
 Prints first / last / max and a least-squares slope per hour for each series, and writes
 benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from recorded import run_header  # noqa: E402
 from soak_cycle import Stop, format_table, keys_between, later_minus_first, parse_cycle, per_visit  # noqa: E402
-from soak_rows import HEAP_SERIES, RowLog, heap_reading  # noqa: E402
+from soak_rows import HEAP_SERIES, RowLog, memory_reading  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
@@ -171,7 +171,7 @@ class Soak:
         row = {
             "elapsed_s": round(time.monotonic() - t0, 2),
             "ui_rss_mib": rss_mib("self"),
-            **heap_reading(),
+            **memory_reading(),
             "ui_fds": open_fds("self"),
             "ui_threads": len(os.listdir("/proc/self/task")),
             "engine_pid": pid,
@@ -278,8 +278,9 @@ class Soak:
                 return "n/a"
             return (f"{value:.1f}" if isinstance(value, float) else str(value)) + unit
 
-        print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} (malloc "
-              f"{fmt(row['ui_malloc_used_mib'], ' MiB')}, {fmt(row['ui_py_blocks_k'])} k blocks) {fmt(row['ui_fds'])} fds "
+        print(f"  {row['elapsed_s']:8.1f} s  UI {fmt(row['ui_rss_mib'], ' MiB')} (anon {fmt(row['ui_rss_anon_mib'])}, "
+              f"file {fmt(row['ui_rss_file_mib'])}, arenas {fmt(row['ui_pymalloc_arenas_mib'])}, malloc "
+              f"{fmt(row['ui_malloc_used_mib'])}) {fmt(row['ui_fds'])} fds "
               f"{fmt(row['ui_threads'])} threads | engine {fmt(row['engine_rss_mib'], ' MiB')} "
               f"{fmt(row['engine_fds'])} fds, GPU {fmt(row['engine_gpu_mib'], ' MiB')} | "
               f"profiler {fmt(row['profiler_rss_mib'], ' MiB')} | "

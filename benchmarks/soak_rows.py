@@ -69,6 +69,49 @@ def _mallinfo2() -> Any | None:
 _MALLINFO2 = _mallinfo2()
 
 
+ARENA_BYTES = 1 << 20
+"""pymalloc's arena on 64-bit CPython 3.10 and later (its own report says "N arenas * 1048576 bytes/arena")."""
+
+
+def rss_split(pid: int | str = "self") -> dict[str, float | None]:
+    """The resident memory by kind (``/proc/PID/status``): anonymous (heaps, arenas, stacks) and file-backed (the
+    pages of libraries and files mapped in, which grow as code not run before runs, up to their size)."""
+    fields = {"RssAnon:": "ui_rss_anon_mib", "RssFile:": "ui_rss_file_mib"}
+    reading: dict[str, float | None] = dict.fromkeys(fields.values())
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key = line.split(maxsplit=1)[0] if line else ""
+            if key in fields:
+                reading[fields[key]] = int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return reading
+
+
+def pymalloc_reading() -> dict[str, float | None]:
+    """Python's small-object allocator (``sys._debugmallocstats``, which prints to C's stderr: read through a file
+    put on descriptor 2 for the call): the arenas it holds and the bytes of their blocks in use, in MiB."""
+    reading: dict[str, float | None] = {"ui_pymalloc_arenas_mib": None, "ui_pymalloc_used_mib": None}
+    with tempfile.TemporaryFile() as sink:
+        kept = os.dup(2)
+        try:
+            os.dup2(sink.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(kept, 2)
+            os.close(kept)
+        sink.seek(0)
+        text = sink.read().decode(errors="replace")
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        number = value.strip().replace(",", "")
+        if name.strip() == "# arenas allocated current" and number.isdigit():
+            reading["ui_pymalloc_arenas_mib"] = int(number) * ARENA_BYTES / 2**20
+        elif name.strip() == "# bytes in allocated blocks" and number.isdigit():
+            reading["ui_pymalloc_used_mib"] = int(number) / 2**20
+    return reading
+
+
 def heap_reading() -> dict[str, float | None]:
     """``ui_py_blocks_k``: Python's allocated blocks (thousands); ``ui_malloc_used_mib``: bytes glibc's malloc has
     handed out and not had back (heap and mmap); ``ui_malloc_held_mib``: what its heap holds, used or free (None
@@ -82,4 +125,10 @@ def heap_reading() -> dict[str, float | None]:
     return reading
 
 
-HEAP_SERIES = ("ui_py_blocks_k", "ui_malloc_used_mib", "ui_malloc_held_mib")
+def memory_reading() -> dict[str, float | None]:
+    """Every reading of the UI process's memory a soak sample takes, beside its RSS."""
+    return {**rss_split(), **pymalloc_reading(), **heap_reading()}
+
+
+HEAP_SERIES = ("ui_rss_anon_mib", "ui_rss_file_mib", "ui_pymalloc_arenas_mib", "ui_pymalloc_used_mib",
+               "ui_py_blocks_k", "ui_malloc_used_mib", "ui_malloc_held_mib")

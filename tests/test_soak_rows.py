@@ -6,9 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from soak_rows import HEAP_SERIES, RowLog, heap_reading  # noqa: E402
+from soak_rows import HEAP_SERIES, RowLog, heap_reading, memory_reading, pymalloc_reading, rss_split  # noqa: E402
 
 
 def test_samples_come_back_in_order_and_whole():
@@ -23,9 +25,30 @@ def test_samples_come_back_in_order_and_whole():
     log.path.unlink()
 
 
+def test_every_series_is_read():
+    assert set(memory_reading()) == set(HEAP_SERIES)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_rss_split_adds_up_to_the_rss():
+    rss = next(int(line.split()[1]) / 1024 for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("VmRSS:"))
+    split = rss_split()
+    assert 0 < split["ui_rss_anon_mib"] < rss and 0 < split["ui_rss_file_mib"] < rss
+    assert split["ui_rss_anon_mib"] + split["ui_rss_file_mib"] <= rss + 0.01
+
+
+def test_pymalloc_arenas_hold_what_python_keeps():
+    before = pymalloc_reading()
+    kept = [[i] for i in range(200_000)]  # small objects: pymalloc's
+    after = pymalloc_reading()
+    assert after["ui_pymalloc_used_mib"] - before["ui_pymalloc_used_mib"] > 5
+    assert after["ui_pymalloc_arenas_mib"] >= after["ui_pymalloc_used_mib"]
+    del kept
+
+
 def test_the_heap_reading_grows_with_what_python_keeps():
     before = heap_reading()
-    assert set(before) == set(HEAP_SERIES)
     kept = [object() for _ in range(50_000)]
     after = heap_reading()
     assert after["ui_py_blocks_k"] - before["ui_py_blocks_k"] >= 45
