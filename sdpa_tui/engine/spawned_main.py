@@ -3,9 +3,8 @@
 multiprocessing's spawn method runs the parent's ``__main__`` again in each child (as ``__mp_main__``), so that
 what the parent defined there can be unpickled. Run as ``python -m sdpa_tui``, the main module is a package's
 ``__main__`` and the child skips it; run as ``sdpa-tui``, the command pip installs, it is that command's script,
-and every engine imported ``sdpa_tui.cli`` and all the command line imports (55 modules) before its own, on its way
-to importing torch: 0.14 s more from spawn to the engine's entry point on the project's CPU machine, on every start
-and restart of an engine.
+and every engine imported ``sdpa_tui.cli`` and all the command line imports before its own, on its way to importing
+torch, at every start and restart of an engine (about 0.1 s on the project's CPU machine: docs/gpu-measurements.md).
 
 :func:`spawn_children_without_the_script` tells multiprocessing that this command's main module is the package's
 ``__main__``, which it is: the script only calls the same ``main``. Nothing is changed for any other main module (a
