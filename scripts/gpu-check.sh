@@ -161,10 +161,10 @@ PY
       done
       python3 - "$OUT/r" <<'PY'
 import json, pathlib, sys
-print(f"{'run':<16} {'import ends':>11} {'first number':>12} {'accuracy':>8} {'capture starts':>14} {'named':>6}")
+print(f"{'run':<16} {'entry point':>11} {'import ends':>11} {'first number':>12} {'accuracy':>8} {'capture starts':>14} {'named':>6}")
 for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-ab-*.json")):
     d = json.loads(f.read_text()); p = (d.get("engine_startup") or {}).get("phases_end_s", {}); n = float("nan")
-    print(f"{f.stem[11:]:<16} {p.get('import_torch', n):>11.2f} {d.get('first_sample_s') or n:>12.2f} "
+    print(f"{f.stem[11:]:<16} {p.get('interpreter', n):>11.2f} {p.get('import_torch', n):>11.2f} {d.get('first_sample_s') or n:>12.2f} "
           f"{p.get('accuracy', n):>8.2f} {p.get('graph_capture_start', n):>14.2f} {d.get('kernels_named_s') or n:>6.2f}")
 PY
       ;;
