@@ -22,7 +22,8 @@ shows as visit 2, 3, ... ≈ visit 1, growth as a rising line. Use it with ``--e
 (its default there), so that no replacement hides growth.
 
 Each sample also reads the UI process's memory by kind (``soak_rows.memory_reading``: anonymous and file-backed RSS,
-pymalloc's arenas and their used bytes, Python's allocated blocks, what malloc has handed out and holds), and goes to a file as it is taken, not to a list in this process (``soak_rows.RowLog``).
+pymalloc's arenas and their used bytes, Python's allocated blocks, what malloc has handed out and holds), and goes
+to a file as it is taken, not to a list in this process (``soak_rows.RowLog``).
 
 Prints first / last / max and a least-squares slope per hour for each series, and writes
 benchmarks/results/soak-<device>-<date>.json and .csv. This process is the UI process: its
