@@ -18,6 +18,7 @@ import pytest
 
 from sdpa_tui import cli
 from sdpa_tui.commands import serve
+from sdpa_tui.engine.client import descendants
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -167,22 +168,10 @@ def test_without_a_terminal_the_monitor_refuses_unless_textual_serve_started_it(
     assert b"the terminal was closed" in served.stderr.read()
 
 
-def descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        with contextlib.suppress(OSError):  # a process or thread gone meanwhile
-            for task in Path(f"/proc/{todo.pop()}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    kids = [int(c) for c in (task / "children").read_text().split()]
-                    found += kids
-                    todo += kids
-    return found
-
-
 def trackers_under(pid: int) -> list[int]:
     """multiprocessing's resource trackers among ``pid``'s descendants."""
     found = []
-    for kid in descendants(pid):
+    for kid in sorted(descendants(pid)):
         with contextlib.suppress(OSError):
             if b"resource_tracker" in Path(f"/proc/{kid}/cmdline").read_bytes():
                 found.append(kid)
@@ -250,7 +239,7 @@ def test_a_server_stopped_as_a_session_ends_exits_without_a_traceback(tmp_path):
         asyncio.run(one_session())
         deadline = time.monotonic() + 60
         while descendants(server.pid):  # the app and its engine exit; the stopped tracker is left to init
-            assert time.monotonic() < deadline, f"the session's processes did not exit: {descendants(server.pid)}"
+            assert time.monotonic() < deadline, f"the session's processes did not exit: {sorted(descendants(server.pid))}"
             time.sleep(0.05)
         server.terminate()
         _, err = server.communicate(timeout=30)
