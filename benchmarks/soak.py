@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 
 from recorded import run_header  # noqa: E402
 from soak_cycle import Stop, format_table, keys_between, later_minus_first, parse_cycle, per_visit  # noqa: E402
-from soak_rows import HEAP_SERIES, RowLog, memory_reading  # noqa: E402
+from soak_rows import HEAP_SERIES, RowLog, memory_reading, status_mib  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
@@ -70,13 +70,7 @@ FIRST_SAMPLE_TIMEOUT_S = 180.0
 
 # ------------------------------------------------------------------------------- /proc reads
 def rss_mib(pid: int | str) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        pass
-    return None
+    return status_mib(pid, "VmRSS")["VmRSS"]
 
 
 def open_fds(pid: int | str) -> int | None:

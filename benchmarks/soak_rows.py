@@ -73,19 +73,25 @@ ARENA_BYTES = 1 << 20
 """pymalloc's arena on 64-bit CPython 3.10 and later (its own report says "N arenas * 1048576 bytes/arena")."""
 
 
-def rss_split(pid: int | str = "self") -> dict[str, float | None]:
-    """The resident memory by kind (``/proc/PID/status``): anonymous (heaps, arenas, stacks) and file-backed (the
-    pages of libraries and files mapped in, which grow as code not run before runs, up to their size)."""
-    fields = {"RssAnon:": "ui_rss_anon_mib", "RssFile:": "ui_rss_file_mib"}
-    reading: dict[str, float | None] = dict.fromkeys(fields.values())
+def status_mib(pid: int | str, *fields: str) -> dict[str, float | None]:
+    """``fields`` of ``/proc/PID/status`` (``VmRSS``, ``RssAnon``...), in MiB; None where the process is gone or the
+    field is missing."""
+    reading: dict[str, float | None] = dict.fromkeys(fields)
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key = line.split(maxsplit=1)[0] if line else ""
-            if key in fields:
-                reading[fields[key]] = int(line.split()[1]) / 1024.0
+            name, _, value = line.partition(":")
+            if name in reading:
+                reading[name] = int(value.split()[0]) / 1024.0
     except OSError:
         pass
     return reading
+
+
+def rss_split(pid: int | str = "self") -> dict[str, float | None]:
+    """The resident memory by kind: anonymous (heaps, arenas, stacks) and file-backed (the pages of libraries and
+    files mapped in, which grow as code not run before runs, up to their size)."""
+    status = status_mib(pid, "RssAnon", "RssFile")
+    return {"ui_rss_anon_mib": status["RssAnon"], "ui_rss_file_mib": status["RssFile"]}
 
 
 def pymalloc_reading() -> dict[str, float | None]:
