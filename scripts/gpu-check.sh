@@ -6,7 +6,8 @@
 # compiled-mask-bench); an outlier on two real GPUs, one time-sliced with a neighbour: ... two-gpus-outlier;
 # where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
 # reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold; a cold import with torch's
-# libraries read ahead: ... cold-import; this checkout's start-up against another commit's: BEFORE=dir ... startup-ab
+# libraries read ahead: ... cold-import; kernels named against torch's own import, pair by pair: ... startup-goal;
+# this checkout's start-up against another commit's: BEFORE=dir ... startup-ab
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file, results.tgz, which the next
 # call replaces: name every step in one call.
 set -uo pipefail
@@ -145,6 +146,33 @@ PY
           drop; python3 scripts/diag_cold_import.py $v | tee -a "$OUT/r/cold-import.jsonl"
         done
       done
+      ;;
+    startup-goal)
+      # issue 20: kernel identity against torch's own import, pair by pair: torch's own import (`python3 -c 'import
+      # torch'`, the command's wall time) then benchmarks/ui_live.py, cold four times (page cache dropped before each),
+      # then warm five times (about 3 minutes; the FIRST step on a fresh machine)
+      log "every kernel named against torch's own import, cold then warm, pair by pair"
+      pair() {  # $1 = label; torch's own import then the monitor, both into $OUT/r
+        local t0 t1; [ "${1%%-*}" = cold ] && drop
+        t0=$(date +%s.%N); t1=$(python3 -c 'import torch, time; print(time.time())')
+        python3 -c "import json; print(json.dumps({'own_import_s': $t1 - $t0}))" > "$OUT/r/goal-own-$1.json"
+        [ "${1%%-*}" = cold ] && drop
+        python3 benchmarks/ui_live.py --device cuda --seconds 2 --json "$OUT/r/goal-ui-$1.json" >/dev/null 2>&1
+      }
+      for i in 1 2 3 4; do pair cold-$i; done
+      for i in 1 2 3 4 5; do pair warm-$i; done
+      python3 - "$OUT/r" <<'PY'
+import json, pathlib, sys
+r = pathlib.Path(sys.argv[1]); n = float("nan")
+print(f"{'run':<8} {'own import':>10} {'engine import ends':>18} {'first number':>12} {'named':>6} {'named - own import':>18} {'first frame':>11}")
+for f in sorted(r.glob("goal-ui-*.json")):
+    run = f.stem[8:]; d = json.loads(f.read_text())
+    own = json.loads((r / f"goal-own-{run}.json").read_text())["own_import_s"]
+    end = (d.get("engine_startup") or {}).get("phases_end_s", {}).get("import_torch", n)
+    named = d.get("kernels_named_s") or n
+    print(f"{run:<8} {own:>10.2f} {end:>18.2f} {d.get('first_sample_s') or n:>12.2f} {named:>6.2f} {named - own:>18.2f} "
+          f"{d.get('first_frame_s') or n:>11.2f}")
+PY
       ;;
     startup-ab)
       # issue 20: this checkout against another commit's (BEFORE=folder holding its sdpa_tui, e.g. made with
