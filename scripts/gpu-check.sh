@@ -176,24 +176,28 @@ PY
       ;;
     startup-ab)
       # issue 20: this checkout against another commit's (BEFORE=folder holding its sdpa_tui, e.g. made with
-      # `git archive REV | tar -x -C before`), benchmarks/ui_live.py alternated: cold twice (page cache dropped),
-      # then warm three times (about 4 minutes)
-      log "start-up, this checkout against ${BEFORE:?BEFORE=folder of the other commit}"
+      # `git archive REV sdpa_tui | tar -x -C before`; AFTER=folder puts this side in a folder of its own too, so that
+      # both are imported from alike folders), benchmarks/ui_live.py alternated, the side that goes first swapped
+      # from run to run: cold twice (page cache dropped), then warm three times (about 4 minutes)
+      log "start-up, ${AFTER:-this checkout} against ${BEFORE:?BEFORE=folder of the other commit}"
+      first=after; second=before
       for run in cold-1 cold-2 warm-1 warm-2 warm-3; do
-        for side in after before; do
+        for side in $first $second; do
           case $run in cold*) drop;; esac
-          where=$PWD; [ $side = before ] && where=$(cd "$BEFORE" && pwd)
+          where=$(cd "${AFTER:-.}" && pwd); [ $side = before ] && where=$(cd "$BEFORE" && pwd)
           python3 benchmarks/ui_live.py --device cuda --seconds 2 --pythonpath "$where" \
             --json "$OUT/r/ui-live-ab-$run-$side.json" >/dev/null 2>&1
         done
+        t=$first; first=$second; second=$t
       done
       python3 - "$OUT/r" <<'PY'
 import json, pathlib, sys
-print(f"{'run':<16} {'entry point':>11} {'import ends':>11} {'first number':>12} {'accuracy':>8} {'capture starts':>14} {'named':>6}")
+print(f"{'run':<16} {'spawned':>7} {'spawn to entry':>14} {'import ends':>11} {'first number':>12} {'named':>6} {'first frame':>11}")
 for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-ab-*.json")):
-    d = json.loads(f.read_text()); p = (d.get("engine_startup") or {}).get("phases_end_s", {}); n = float("nan")
-    print(f"{f.stem[11:]:<16} {p.get('interpreter', n):>11.2f} {p.get('import_torch', n):>11.2f} {d.get('first_sample_s') or n:>12.2f} "
-          f"{p.get('accuracy', n):>8.2f} {p.get('graph_capture_start', n):>14.2f} {d.get('kernels_named_s') or n:>6.2f}")
+    d = json.loads(f.read_text()); e = d.get("engine_startup") or {}; n = float("nan")
+    p, t = e.get("phases_end_s", {}), e.get("phases_took_s", {})
+    print(f"{f.stem[11:]:<16} {e.get('engine_spawned_s', n):>7.2f} {t.get('interpreter', n):>14.2f} {p.get('import_torch', n):>11.2f} "
+          f"{d.get('first_sample_s') or n:>12.2f} {d.get('kernels_named_s') or n:>6.2f} {d.get('first_frame_s') or n:>11.2f}")
 PY
       ;;
     startup-frame)
