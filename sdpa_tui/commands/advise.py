@@ -24,6 +24,7 @@ from ..core.advice import (
     padded_head_dim,
     refused_backends,
     run_advice,
+    undecided_backends,
 )
 from ..core.backends import ALL_BACKENDS
 from ..core.compiled_twins import cost_spec
@@ -38,6 +39,10 @@ from ..engine.headless import EngineFailed, measure_series
 
 SECONDS_PER_SIGNATURE = 1.0
 """Each signature's workload is measured at least this long (and until every backend has its samples)."""
+UNDECIDED_LONGEST_S = 6.0
+"""A signature where a backend is faster by the medians but its spread still overlaps the call's backend's
+(``core.faster.undecided``) is measured on, up to this long: with a few samples, a few slowed by a busy machine
+decide (a 2-core VM running a soak beside the tests once gave no advice for a call Flash runs 3x faster)."""
 TIMEOUT_PER_SIGNATURE_S = 120.0
 FLEX_TIMEOUT_PER_SIGNATURE_S = 180.0
 """FlexAttention compiles at its first call: 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
@@ -82,6 +87,15 @@ def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: li
     return out
 
 
+def _settled(report: WatchReport, items: list[tuple[int, str, Workload, list[str]]]) -> Callable[[int, Session], bool]:
+    """Whether the lab may move on from ``items[index]``: a rewrite, or a call's workload where no backend is
+    undecided against the one the call ran."""
+    def settled(index: int, session: Session) -> bool:
+        row, variant = report.rows[items[index][0]], items[index][1]
+        return bool(variant) or not undecided_backends(session, row.backend, refused_backends(row.why_not))
+    return settled
+
+
 def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None:
     """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went.
     ``flex``: measure FlexAttention too (it leaves SDPA; it compiles for seconds per shape)."""
@@ -112,7 +126,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         try:
             for (i, variant, _, differences), session in zip(items, measure_series(
                     [w for _, _, w, _ in items], ALL_BACKENDS, device=device, duration_s=SECONDS_PER_SIGNATURE,
-                    timeout_s=TIMEOUT_PER_SIGNATURE_S)):
+                    timeout_s=TIMEOUT_PER_SIGNATURE_S, settled=_settled(report, items),
+                    longest_s=UNDECIDED_LONGEST_S)):
                 if variant:
                     rewrites.setdefault(i, []).append(Rewrite(variant, codes[i][variant], session,
                                                               exact=variant != "bf16"))

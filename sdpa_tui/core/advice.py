@@ -14,7 +14,7 @@ from typing import Any
 
 from .backends import ALL_BACKENDS, Backend
 from .compiled_twins import CompiledCost
-from .faster import beats
+from .faster import beats, undecided
 from .session import BackendRow, Session
 from .stats import Summary
 from .status import Status
@@ -178,8 +178,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
     alternatives measured apart from the lab's session (FlexAttention)."""
     refused = refused or {}
     outside = list(outside)
-    rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
-    clock = "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
+    rows, clock = _lab_rows(session)
     backends = tuple(
         Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,
                     r.peak_mib, priority_code(b, priority))
@@ -209,6 +208,24 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         return SignatureAdvice(alternatives, current, clock, current_us, note=note, measured_as=common.measured_as, differences=common.differences)
     best_us, index = winners[0]
     return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, measured_as=common.measured_as, differences=common.differences)
+
+
+def undecided_backends(session: Session, current: str | None, refused: dict[str, str] | None = None) -> list[str]:
+    """The lab's backends that more samples could still advise for a call that ran ``current``
+    (:func:`.faster.undecided` on the clock :func:`advise` compares): the lab measures on while there are any."""
+    rows, clock = _lab_rows(session)
+    now = next((r for b, r in rows.items() if b.value == current), None)
+    ours = _summary(now, clock) if now is not None else None
+    if ours is None:
+        return []
+    return [b.value for b, r in rows.items() if b.value != current and b.value not in (refused or {})
+            and (s := _summary(r, clock)) is not None and undecided(s, ours)]
+
+
+def _lab_rows(session: Session) -> tuple[dict[Backend, BackendRow], str]:
+    """The backends that ran in the lab, and the clock advice compares them on (GPU/call where there is one)."""
+    rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
+    return rows, "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
 
 
 def compiled_advice(advice: SignatureAdvice, eager_backend: str | None) -> SignatureAdvice:

@@ -69,6 +69,16 @@ def beats(candidate: Summary, pick: Summary, already_named: bool = False) -> boo
     return candidate.p90 < pick.p10 and ratio >= ENTER_RATIO
 
 
+def undecided(candidate: Summary, pick: Summary) -> bool:
+    """Whether more samples could still name ``candidate``: its median is :data:`ENTER_RATIO` faster than the
+    pick's, but the spreads overlap, so :func:`beats` says no for now. With few samples the 10th and 90th percentiles
+    sit near the extremes, and one sample slowed by a busy machine decides; more samples place them where most
+    values are."""
+    if candidate.count < MIN_SAMPLES or pick.count < MIN_SAMPLES or candidate.median <= 0:
+        return False
+    return pick.median / candidate.median >= ENTER_RATIO and not beats(candidate, pick)
+
+
 def faster_than_pick(
     pick: Backend,
     summaries: Mapping[Backend, Summary | None],

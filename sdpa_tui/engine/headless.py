@@ -159,6 +159,8 @@ def measure_series(
     next_enabled: Callable[[Session], Sequence[Backend]] | None = None,
     legacy_api: bool = False,
     priority: tuple[Backend, ...] = (),
+    settled: Callable[[int, Session], bool] | None = None,
+    longest_s: float = 0.0,
 ) -> Iterator[Session]:
     """Measure ``workloads`` one after the other with ONE engine process; yield a Session for each.
 
@@ -166,7 +168,8 @@ def measure_series(
     new ``Configure`` with a new config id, so records still in flight for the previous workload
     are ignored. Each is measured as :func:`measure` does: until every measured backend has a
     verdict (eligible with enough samples, not eligible, out of memory, error) and at least
-    ``duration_s`` have passed since it was configured; at most ``timeout_s`` per workload (and
+    ``duration_s`` have passed since it was configured; where ``settled(index, session)`` is given, also until it
+    says so or ``longest_s`` have passed; at most ``timeout_s`` per workload (and
     for the engine to start). A workload whose inputs do not fit comes back with every backend
     out of memory.
 
@@ -234,7 +237,8 @@ def measure_series(
                 now = time.monotonic()
                 measured = session.enabled  # with the legacy API, torch may leave more on than asked
                 done = sum(_finished(session, b) for b in measured)
-                if session.dispatch and done == len(measured) and now - configured_at >= duration_s:
+                if session.dispatch and done == len(measured) and now - configured_at >= duration_s and (
+                        settled is None or now - configured_at >= longest_s or settled(index, session)):
                     break
                 if now - configured_at > timeout_s:
                     if not _any_numbers(session):
