@@ -10,3 +10,6 @@ EXIT_USAGE = 2
 """Bad input: a value, a device that is not there, a file that is not a report (one line)."""
 EXIT_INTERRUPTED = 130
 """sweep: Ctrl+C (128 + SIGINT); the points measured so far are written."""
+EXIT_NONFINITE = 4
+"""watch --report --fail-on-nonfinite: the program exited 0, but an SDPA output or gradient held NaN or Inf
+(a program that failed keeps its own exit code)."""

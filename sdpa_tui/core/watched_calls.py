@@ -18,6 +18,7 @@ from typing import Any
 
 from .call_signature import CallSignature
 from .dispatch_env import DispatchEnvironment
+from .gradient_check import GradientCheck
 
 WIRE_VERSION = 2
 READABLE_WIRE_VERSIONS = frozenset({1, WIRE_VERSION})  # 1: before kernel clocks (its event spans are dropped)
@@ -60,18 +61,20 @@ class OutputCheck:
     note: str = ""  # why it was not (or not fully) checked
     masked_rows: int = 0  # query rows of the largest checked call whose every key was masked: not compared
     masked_rows_max: float | None = None  # the largest |output| written on them (float64 MATH writes 0)
+    backward: GradientCheck | None = None  # calls that require grad: their sampled backwards
 
     def to_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "nonfinite": self.nonfinite, "max_abs_error": self.max_abs_error,
                 "max_rel_error": self.max_rel_error, "tolerance": self.tolerance, "ok": self.ok,
-                "note": self.note or None, "masked_rows": self.masked_rows, "masked_rows_max": self.masked_rows_max}
+                "note": self.note or None, "masked_rows": self.masked_rows, "masked_rows_max": self.masked_rows_max,
+                "backward": self.backward.to_dict() if self.backward else None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "OutputCheck":
         d = d or {}
         return cls(int(d.get("samples", 0)), int(d.get("nonfinite", 0)), d.get("max_abs_error"),
                    d.get("max_rel_error"), d.get("tolerance"), d.get("ok"), str(d.get("note") or ""),
-                   int(d.get("masked_rows") or 0), d.get("masked_rows_max"))
+                   int(d.get("masked_rows") or 0), d.get("masked_rows_max"), GradientCheck.from_dict(d.get("backward")))
 
     @classmethod
     def merged(cls, checks: Iterable["OutputCheck"]) -> "OutputCheck":
@@ -84,7 +87,8 @@ class OutputCheck:
                    max(rels, default=None), next((c.tolerance for c in checks if c.tolerance), None),
                    all(verdicts) if verdicts else None, next((c.note for c in checks if c.note), ""),
                    max((c.masked_rows for c in checks), default=0),
-                   max((c.masked_rows_max for c in checks if c.masked_rows_max is not None), default=None))
+                   max((c.masked_rows_max for c in checks if c.masked_rows_max is not None), default=None),
+                   GradientCheck.merged(c.backward for c in checks))
 
 
 @dataclass

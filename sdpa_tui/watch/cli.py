@@ -7,14 +7,18 @@ import json
 import sys
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 from ..core.watch_report import Advisor
-from ..exit_codes import EXIT_USAGE
+from ..exit_codes import EXIT_NONFINITE, EXIT_USAGE
 from ..exports.atomic import write_text_atomic
 from ..exports.metrics_address import DEFAULT_ADDRESS
 from ..exports.metrics_server import MetricsServerError
 from ..exports.output_paths import check_output_path
+from .channel import DEFAULT_REPRO_DIR
+from .gradient_text import nonfinite_found
 from .metrics_publisher import MetricsPublisher
+from .replay_client import replay_flagged
 from .runner import CommandError, WatchedProgram
 
 
@@ -35,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --report: do not measure each signature's alternatives after the program exits")
     parser.add_argument("--no-flex", action="store_true",
                         help="leave FlexAttention out of the alternatives (it compiles for seconds per shape)")
+    parser.add_argument("--repro-dir", metavar="DIR",
+                        help="where a call whose gradients are non-finite or out of tolerance is saved as a folder "
+                        f"to replay and file (default: beside the report, else ./{DEFAULT_REPRO_DIR})")
+    parser.add_argument("--fail-on-nonfinite", action="store_true",
+                        help=f"with --report: exit {EXIT_NONFINITE} when the program exited 0 but an SDPA output or "
+                        "gradient held NaN or Inf (for CI; a program that failed keeps its own exit code)")
     return parser
 
 
@@ -55,8 +65,11 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
     own, program = split_argv(argv)
     parser = build_parser()
     args = parser.parse_args(own)
+    if args.fail_on_nonfinite and not args.report:
+        parser.exit(EXIT_USAGE, "sdpa-tui watch: error: --fail-on-nonfinite goes with --report PATH\n")
+    repro_dir = args.repro_dir or (str(Path(args.report).with_suffix("")) + ".repro" if args.report else DEFAULT_REPRO_DIR)
     try:
-        watched = WatchedProgram(program, module=args.module)
+        watched = WatchedProgram(program, module=args.module, repro_dir=repro_dir)
     except CommandError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
     if args.report:
@@ -77,14 +90,15 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
         advisor = partial(advisor, flex=False)
     try:
         if args.report:
-            return run_headless(watched, args.report, None if args.no_advice else advisor)
+            return run_headless(watched, args.report, None if args.no_advice else advisor, args.fail_on_nonfinite)
         return run_ui(watched, None if args.no_advice else advisor)
     finally:
         if publisher is not None:
             publisher.stop()
 
 
-def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None) -> int:
+def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None,
+                 fail_on_nonfinite: bool = False) -> int:
     from rich.console import Console
     from rich.text import Text
 
@@ -97,6 +111,7 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
     finally:
         watched.close()
     report = watched.report(code)
+    replay_flagged(report, lambda text: print(text, file=sys.stderr, flush=True))
     if advisor is not None and report.rows:
         advisor(report)
     console = Console(stderr=False)
@@ -127,4 +142,9 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
         print(f"sdpa-tui watch: error: could not write {report_path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     console.print(f"wrote {report_path}")
-    return code if code >= 0 else 128 - code
+    code = code if code >= 0 else 128 - code
+    found = nonfinite_found(report) if fail_on_nonfinite and code == 0 else []
+    for line in found:
+        print(f"sdpa-tui watch: non-finite: {line}", file=sys.stderr)
+    return EXIT_NONFINITE if found else code
+

@@ -76,14 +76,15 @@ def _blocks(q, k, gqa):
                 yield slice(b, b + 1), slice(h * group, (h + 1) * group), slice(h, h + 1), slice(r0, min(rows, r0 + step))
 
 
-def _block_mask(mask, causal, b, heads, rows, keys, device):
-    """The block's part of the call's mask, or for ``is_causal`` the rows' part of torch's top-left causal mask."""
+def block_mask(mask, causal, b, heads, rows, keys, device):
+    """The block's part of the call's mask (3-d: heads, rows, keys; dimensions of 1 where it broadcasts), or for
+    ``is_causal`` the rows' part of torch's top-left causal mask."""
     if causal:
         return torch.ones(rows.stop - rows.start, keys, dtype=torch.bool, device=device).tril(rows.start)
     if mask is None:
         return None
     full = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-    return full[b if full.shape[0] > 1 else slice(0, 1),
+    return full[b if full.shape[0] > 1 else 0,
                 heads if full.shape[1] > 1 else slice(0, 1),
                 rows if full.shape[2] > 1 else slice(0, 1)]
 
@@ -122,9 +123,9 @@ def reference_error(out, q, k, v, mask, causal, scale, gqa) -> tuple[float, floa
         return seen.result()
     for b, heads, kv_heads, rows in _blocks(q, k, gqa):
         kv = kv_heads if gqa else heads
-        block_mask = _block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
-        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], block_mask, False, scale, gqa)
-        seen.add(out[b, heads, rows], ref, block_mask)
+        part = block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
+        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, False, scale, gqa)
+        seen.add(out[b, heads, rows], ref, part)
     return seen.result()
 
 

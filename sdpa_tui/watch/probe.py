@@ -23,11 +23,12 @@ from torch.autograd.profiler import record_function
 from ..core.call_signature import CallSignature
 from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
 from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
-from . import choice, origin, output_check
+from . import choice, origin, output_check, repro
 from .bursts import KernelBursts
-from .channel import StateSender
+from .channel import REPRO_DIR_ENV, StateSender
 from .environment_readings import EnvironmentReadings
 from .flag_state import FlagState
+from .gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
 from .thread_signals import leave_signals_to_the_program
@@ -62,6 +63,8 @@ class Probe:
         self._finished_pid = -1
         self.error = ""
         self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
+        self.gradients = GradientSentinel()
+        self.gradients.on_flagged = self.save_repro
 
     @property
     def entries(self) -> list[Entry]:
@@ -88,6 +91,9 @@ class Probe:
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = self.sink.add(stats, q.device.type == "cuda")
+            if signature.grad:
+                entry.gradients = SignatureGradients(owner=entry)
+                stats.check.backward = entry.gradients.check
             self.rank.refresh()  # a spawned rank's group may be gone by the time its last state is sent
             self.table[key] = entry
             # Torch may set its priority order at the first choice: the same call, keyed on the new state.
@@ -145,8 +151,14 @@ class Probe:
         if count <= MODULE_CALLS or self.bursts.active:
             entry.note_module(origin.module_path(origin.caller_frame(2)))
         timed = count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1))
+        tap = None
+        if entry.gradients is not None:  # its backward is watched: SDPA runs on views whose gradients are seen
+            tap = self.gradients.wrap(entry.gradients, count, q, k, v, mask, dropout_p, causal, scale, gqa)
         t0 = time.perf_counter_ns()
-        out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        if tap is None:
+            out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
+        else:
+            out = tap[3](original(tap[0], tap[1], tap[2], mask, dropout_p, causal, scale=scale, enable_gqa=gqa))
         us = (time.perf_counter_ns() - t0) / 1e3
         if count == 1:
             entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
@@ -156,6 +168,20 @@ class Probe:
             output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)
         return out
+
+    def save_repro(self, state: SignatureGradients, tensors: CallTensors) -> str:
+        """A flagged call's repro folder, under the directory ``watch`` named; "" when none was named."""
+        root = os.environ.get(REPRO_DIR_ENV)
+        entry = state.owner
+        if not root or entry is None:
+            return ""
+        stats = entry.stats
+        try:
+            name = repro.folder_name(entry.index, stats.backend, tensors.q)
+            return repro.write(root, name, tensors, stats.backend, stats.site, state.check.summary())
+        except Exception as exc:  # noqa: BLE001 - said in the check; the program goes on
+            state.check.note = state.check.note or f"repro not saved: {type(exc).__name__}: {exc}"[:160]
+            return ""
 
     def burst_tick(self) -> None:
         """On the calling thread: start a due burst, stop a finished one."""
@@ -215,6 +241,7 @@ class Probe:
                 self.bursts.cupti.poke()  # a teardown of CUPTI under way finishes in a CUDA call
                 self.flag_state.refresh()  # a change made other than through torch's setters
                 self.collect()
+                self.gradients.poll(self.gradient_states())
                 if self.bursts.poll():
                     self.special = True
                 self.send()
@@ -233,6 +260,9 @@ class Probe:
                 bursts.captures.failed("read", exc)
             bursts.captures.read_s += time.monotonic() - t0
 
+    def gradient_states(self) -> list[SignatureGradients]:
+        return [e.gradients for e in list(self.entries) if e.gradients is not None]
+
     def state(self, final: bool = False) -> ProcessState:
         calls = [entry.snapshot() for entry in list(self.entries)]
         cuda_seen = any(e.cuda for e in self.entries)
@@ -250,7 +280,7 @@ class Probe:
             return
         self.rank.refresh()  # the state below reads it
         fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error,
-                       self.rank.rank)
+                       self.rank.rank, self.gradients.version)
         if not final and fingerprint == self._last_sent:
             return
         self._last_sent = fingerprint
@@ -273,6 +303,7 @@ class Probe:
             if self.bursts.active:
                 self.bursts.stop(final=True)
             self.collect()
+            self.gradients.poll(self.gradient_states(), wait=True)
         except Exception:  # noqa: BLE001
             pass
         self.send(final=True)
@@ -290,6 +321,8 @@ class Probe:
         self._last_sent = None
         self.in_burst = {}
         self.rank = RankInfo()
+        self.gradients = GradientSentinel()
+        self.gradients.on_flagged = self.save_repro
         self.flag_state.after_fork_in_child()
         if self.sender is not None:
             self.sender.reset_after_fork()

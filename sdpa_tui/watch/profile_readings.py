@@ -31,7 +31,7 @@ def keep_sample(samples: list[float], value: float) -> None:
 class Entry:
     """One signature in this process. ``count`` and ``wanted`` are read on the wrapper's fast path."""
 
-    __slots__ = ("count", "stats", "index", "cuda", "wanted", "profiled", "group")
+    __slots__ = ("count", "stats", "index", "cuda", "wanted", "profiled", "group", "gradients")
 
     def __init__(self, stats: CallStats, index: int, cuda: bool, profiling: bool = True) -> None:
         self.count = 0
@@ -42,6 +42,7 @@ class Entry:
         self.wanted = profiling and (cuda or stats.compiled)
         self.profiled = 0
         self.group: list[Entry] = [self]  # a compiled graph's entries run together
+        self.gradients = None  # the backward sentinel's state (``gradient_sentinel.SignatureGradients``), grad calls
 
     @property
     def needed(self) -> int:
@@ -65,7 +66,8 @@ class Entry:
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
-            replace(s.check), s.decomposed, s.mask_strides,
+            replace(s.check, backward=s.check.backward.copy() if s.check.backward else None), s.decomposed,
+            s.mask_strides,
         )
 
 

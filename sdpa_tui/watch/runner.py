@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
-from .channel import HOOK_DIR, SOCKET_ENV, StateListener
+from .channel import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
 
 STOP_GRACE_S = 5.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -59,7 +59,7 @@ class WatchedProgram:
     """``stdout``/``stderr``: None passes the program's own through; a file object receives them."""
 
     def __init__(self, program: list[str], module: str | None = None, stdout=None, stderr=None,
-                 stdin=None) -> None:
+                 stdin=None, repro_dir: str = DEFAULT_REPRO_DIR) -> None:
         self.display = ["-m", module, *program] if module else list(program)
         self.command = child_command(program, module)
         self._out, self._err, self._in = stdout, stderr, stdin
@@ -71,6 +71,7 @@ class WatchedProgram:
         self.ended: float | None = None
         self.interrupted = False
         self._extra_env: dict[str, str] = {}
+        self.repro_dir = os.path.abspath(repro_dir)  # a call whose gradients are flagged is saved under it
 
     def log_to(self, log) -> None:
         """The live UI's way: stdout and stderr into ``log`` (a file), unbuffered so it can be tailed;
@@ -95,6 +96,7 @@ class WatchedProgram:
         env = dict(os.environ)
         env.update(self._extra_env)
         env[SOCKET_ENV] = self.listener.path
+        env[REPRO_DIR_ENV] = self.repro_dir
         # the hook's sitecustomize watches every Python process the program starts (startup.py)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, _PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
         stdin = self._in if self._in is not None else None

@@ -9,6 +9,7 @@ from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
 from ..core.units import duration
 from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from . import gradient_text
 
 DECOMPOSED = "in the graph's kernels"
 """A compiled row whose MATH the compiler decomposed: its time is in the graph's own kernels, not separable."""
@@ -164,6 +165,7 @@ def footnotes(report: WatchReport) -> list[str]:
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
     lines.extend(check_lines(report))
+    lines.extend(gradient_text.report_lines(report))
     lines.extend(advice_lines(report))
     if report.environment is not None and report.environment.notes():
         lines.append("dispatch environment at start: " + "; ".join(report.environment.notes()))

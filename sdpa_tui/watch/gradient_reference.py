@@ -1,0 +1,111 @@
+"""SDPA's gradients in float64, from the attention equations, on a call's own q, k, v, mask and grad_out.
+
+    S = scale * Q Kᵀ + mask,  P = softmax(S),  O = P V
+    dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ∘ (dP - rowsum(dO ∘ O)),  dQ = scale * dS K,  dK = scale * dSᵀ Q
+
+computed block by block (a batch element, the query heads of one key/value head, a band of query rows: ``dq``
+per band, ``dk`` and ``dv`` summed over the bands), so a real shape is checked without the float64 scores of the
+whole call in memory. Query rows whose every key is masked are left out of ``dq``; their ``dk``/``dv`` part is
+not compared when the upstream gradient on them is not zero (backends write what they like there, as in the
+forward: ``output_check.py``). No autograd: this runs inside the program's backward.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .output_check import BLOCK_BYTES, MAX_SCORES, block_mask
+
+
+def _four_d(t: torch.Tensor) -> torch.Tensor:
+    return t.unsqueeze(0) if t.dim() == 3 else t
+
+
+def _bands(rows: int, group: int, keys: int, device: str):
+    budget = BLOCK_BYTES.get(device, BLOCK_BYTES["cpu"])
+    step = max(1, budget // (4 * 8 * group * max(keys, 1)))  # S, P, dP, dS in float64
+    for r0 in range(0, rows, step):
+        yield slice(r0, min(rows, r0 + step))
+
+
+def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
+    """dq, dk, dv in float64 (shapes of q, k, v, 4-d), the query rows whose every key is masked, and whether the
+    dk/dv comparison holds (no such row received a gradient)."""
+    q, k, v, grad_out = (_four_d(t.detach()) for t in (q, k, v, grad_out))
+    batch, heads, rows, dim = q.shape
+    kv_heads, keys = k.shape[1], k.shape[2]
+    group = heads // kv_heads if gqa else 1
+    scale = 1.0 / dim ** 0.5 if scale is None else scale
+    dq = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
+    dk = torch.zeros(k.shape, dtype=torch.float64, device=q.device)
+    dv = torch.zeros(v.shape, dtype=torch.float64, device=q.device)
+    dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device)
+    kv_comparable = torch.ones((), dtype=torch.bool, device=q.device)
+    for b in range(batch):
+        for h in range(kv_heads if gqa else heads):
+            hs = slice(h * group, (h + 1) * group)
+            kb, vb = k[b, h].double(), v[b, h].double()
+            for rs in _bands(rows, group, keys, q.device.type):
+                qb, gob = q[b, hs, rs].double(), grad_out[b, hs, rs].double()
+                s = torch.matmul(qb, kb.transpose(-1, -2)) * scale
+                m = block_mask(mask, causal, b, hs, rs, keys, q.device)
+                if m is not None:
+                    s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m.double()
+                dead = torch.isneginf(s).all(-1, keepdim=True).expand(qb.shape[:-1] + (1,))
+                dead_rows[b, hs, rs] = dead
+                p = torch.softmax(s.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+                o = torch.matmul(p, vb)
+                dp = torch.matmul(gob, vb.transpose(-1, -2))
+                ds = p * (dp - (gob * o).sum(-1, keepdim=True))
+                dq[b, hs, rs] = torch.matmul(ds, kb) * scale
+                dk[b, h] += torch.matmul(ds.transpose(-1, -2), qb).sum(0) * scale
+                dv[b, h] += torch.matmul(p.transpose(-1, -2), gob).sum(0)
+                kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
+    return dq, dk, dv, dead_rows, kv_comparable
+
+
+def _relative(grad, ref, rows=None) -> torch.Tensor:
+    grad = _four_d(grad.detach()).double()
+    diff = (grad - ref).abs()
+    if rows is not None:
+        diff = diff.masked_fill(rows, 0.0)
+    size = ref.abs().max()
+    return torch.where(size > 0, diff.max() / size, diff.max())
+
+
+def not_comparable(t) -> str:
+    """Why a call's gradients cannot be compared with the float64 reference, or ""."""
+    if t.q.dim() not in (3, 4) or t.k.dim() != t.q.dim():
+        return f"gradients not compared: {t.q.dim()}-d inputs"
+    if t.grad_out is None:
+        return "gradients not compared: no upstream gradient seen"
+    if t.dropout_p:
+        return "gradients not compared: dropout (its random mask cannot be reproduced)"
+    scores = t.q.numel() // max(t.q.shape[-1], 1) * t.k.shape[-2]
+    if scores > MAX_SCORES.get(t.q.device.type, MAX_SCORES["cpu"]):
+        return f"gradients not compared: the float64 reference would compute {scores:,} scores"
+    return ""
+
+
+def reference(t):
+    """The float64 reference of a call (:func:`reference_gradients` on its tensors)."""
+    with torch.no_grad():
+        return reference_gradients(t.q, t.k, t.v, t.mask, t.causal, t.scale, t.gqa, t.grad_out)
+
+
+def errors_against(grads, ref) -> dict[str, float]:
+    """max |grad - ref| / max |ref| for each gradient given (None: not computed), against :func:`reference`'s
+    result; dk and dv left out where rows with every key masked received a gradient."""
+    dq, dk, dv, dead, kv_comparable = ref
+    with torch.no_grad():
+        errors = {name: _relative(grad, r, dead if name == "dq" else None)
+                  for name, grad, r in zip(("dq", "dk", "dv"), grads, (dq, dk, dv)) if isinstance(grad, torch.Tensor)}
+        names = list(errors)
+        values = torch.stack([errors[n] for n in names] + [kv_comparable.double()]).tolist()
+    out = dict(zip(names, values[:-1]))
+    return out if values[-1] else {n: e for n, e in out.items() if n == "dq"}
+
+
+def relative_errors(t) -> dict[str, float] | str:
+    """The errors of the gradients the call's backward made (``t.grads``), or why they were not compared."""
+    return not_comparable(t) or errors_against(t.grads, reference(t))
