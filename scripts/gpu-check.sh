@@ -57,6 +57,35 @@ own_import() {
       log "pytest: every cuda-marked test (about 4 to 5 minutes on the H100)"
       python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 | tail -40
       ;;
+    gradients)
+      # issue 35: pytorch#196678's repro (L=704) and its clean twin (L=768) under watch --report (outputs and
+      # gradients bit-identical with and without watch), the repro folder replayed, report --inputs on it, a
+      # transformers Llama training on padded batches (no false alarm), the sentinel's cost (about 5 minutes)
+      log "gradients: the cuDNN backward NaN repro and its twin under watch"
+      for L in 704 768; do
+        python3 tests/watch_programs/grad_nan_repro.py $L 3 cuda > "$OUT/r/plain-$L.txt" 2>&1
+        COLUMNS=120 python3 -m sdpa_tui watch --report "$OUT/r/calls-$L.json" --no-flex --fail-on-nonfinite -- \
+          python3 tests/watch_programs/grad_nan_repro.py $L 3 cuda > "$OUT/r/watch-$L.txt" 2>&1
+        echo "watch L=$L exit=$?"; grep -v "^  why not" "$OUT/r/watch-$L.txt"
+        cat "$OUT/r/plain-$L.txt"
+        if diff <(grep -E "^(step|digest)" "$OUT/r/plain-$L.txt") <(grep -E "^(step|digest)" "$OUT/r/watch-$L.txt"); then
+          echo "L=$L: outputs and gradients bit-identical with and without watch"; fi
+      done
+      for d in "$OUT"/r/calls-704.repro/*/; do
+        log "the repro folder's script: python $d/repro.py"; python3 "$d/repro.py"
+        log "sdpa-tui report --inputs $d"; COLUMNS=120 python3 -m sdpa_tui report --inputs "$d"; echo "exit=$?"
+      done
+      log "a transformers Llama training on padded batches, plain then watched"
+      python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 704 | tee "$OUT/r/hf-plain.txt"
+      COLUMNS=120 python3 -m sdpa_tui watch --report "$OUT/r/calls-hf.json" --no-advice --fail-on-nonfinite -- \
+        python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 704 > "$OUT/r/hf-watch.txt" 2>&1
+      echo "watch hf exit=$?"; grep -v "^  why not" "$OUT/r/hf-watch.txt"
+      if diff <(grep losses "$OUT/r/hf-plain.txt") <(grep losses "$OUT/r/hf-watch.txt"); then
+        echo "hf: losses, gradients and weights bit-identical with and without watch"; fi
+      log "the sentinel's cost in a training step"
+      python3 benchmarks/gradient_sentinel_cost.py --device cuda --steps 20 --rounds 4 \
+        --json "$OUT/r/gradient-sentinel-cost-$gpu_tag.json"
+      ;;
     tests-loaded)
       # users' boxes are busy: the same tests beside 12 spinning cores and a GPU neighbour half busy
       log "pytest: every cuda-marked test on a loaded machine (12 cores spinning, a GPU neighbour 50 % busy, 8 GiB)"

@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    report.add_argument("--inputs", metavar="FOLDER",
+                        help="instead of a random workload: a call watch saved (its repro folder), run forward and "
+                        "backward on every backend with its own tensors, each result checked and timed")
     _add_sweep_parser(sub)
     add_compare_parser(sub)
     exporter = sub.add_parser(
@@ -207,6 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .commands.compare import run_compare
 
         return run_compare(args)
+    if args.command == "report" and args.inputs:
+        from .commands.replay_report import run_inputs_report
+
+        return run_inputs_report(args)
     if args.command == "report" and args.devices is not None:
         from .commands.report_devices import run_devices_report
 

@@ -1,0 +1,148 @@
+"""What watch's backward sentinel costs a training step (``sdpa_tui/watch/gradient_sentinel.py``).
+
+A transformers Llama from a config (random weights) trains on a padded batch (a bool mask: every layer's SDPA
+call records autograd, so each is a sentinel candidate) in one process, the variants alternated step by step
+within each round so the machine's drift falls on all alike:
+
+- ``plain``: torch's own SDPA;
+- ``wrapper``: watch's wrapper, the sentinel never due (what watch costs without it);
+- ``sentinel``: the wrapper with the sentinel at its default sampling (the first call of a signature, then every
+  ``SAMPLE_EVERY``-th);
+- ``every call``: the sentinel on every call: (every call - wrapper) / SDPA calls per step is one sampled
+  backward's cost (its host and GPU time together).
+
+The probe runs without profiler windows (they are watch's other cost, measured by watch_step_cost.py); the float64
+comparison is off here (it samples at the forward check's sparse cadence and waits for the GPU: measured apart by
+``--compare``, one sampled call's comparison timed alone). Prints a table and writes JSON.
+
+    python3 benchmarks/gradient_sentinel_cost.py --device cuda --steps 40 --rounds 5 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from sdpa_tui.watch import gradient_reference, gradient_sentinel, output_check  # noqa: E402
+from sdpa_tui.watch.install import install  # noqa: E402
+
+VARIANTS = ("plain", "wrapper", "sentinel", "every call")
+
+
+def model_and_batch(device: str, dtype: torch.dtype, batch: int, seq: int, layers: int):
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=4096, hidden_size=1024, intermediate_size=2816, num_hidden_layers=layers, num_attention_heads=16,
+        num_key_value_heads=4, max_position_embeddings=seq, attn_implementation="sdpa")).to(device, dtype)
+    ids = torch.randint(0, 4096, (batch, seq), device=device)
+    keep = torch.ones_like(ids)
+    keep[0, : seq // 4] = 0
+    keep[-1, : seq // 2] = 0
+    return model, ids, keep, ids.masked_fill(keep == 0, -100)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=40, help="steps of each variant per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    model, ids, keep, labels = model_and_batch(args.device, dtype, args.batch, args.seq, args.layers)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    original = F.scaled_dot_product_attention
+    install(None, kernel_bursts=False)
+    wrapper = F.scaled_dot_product_attention
+    default_due, never, always = gradient_sentinel.due, (lambda count: False), (lambda count: True)
+    max_checks, output_check.MAX_CHECKS = output_check.MAX_CHECKS, 0  # float64 comparisons: timed apart
+    setups = {"plain": (original, default_due), "wrapper": (wrapper, never), "sentinel": (wrapper, default_due),
+              "every call": (wrapper, always)}
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+
+    def step() -> float:
+        sync()
+        t0 = time.perf_counter()
+        loss = model(ids, attention_mask=keep, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        sync()
+        return (time.perf_counter() - t0) * 1e3
+
+    for name in VARIANTS:  # warm every path (plans, the sentinel's pinned buffers)
+        F.scaled_dot_product_attention, gradient_sentinel.due = setups[name]
+        for _ in range(3):
+            step()
+    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    rounds = []
+    for r in range(args.rounds):
+        per_round: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        for _ in range(args.steps):
+            for name in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+                F.scaled_dot_product_attention, gradient_sentinel.due = setups[name]
+                per_round[name].append(step())
+        rounds.append({v: statistics.median(t) for v, t in per_round.items()})
+        for v in VARIANTS:
+            times[v].extend(per_round[v])
+    F.scaled_dot_product_attention, gradient_sentinel.due = original, default_due
+    calls = args.layers  # one SDPA call per layer and step
+    med = {v: statistics.median(t) for v, t in times.items()}
+    per_sample_ms = (med["every call"] - med["wrapper"]) / calls
+    default_share = per_sample_ms * calls / gradient_sentinel.SAMPLE_EVERY / med["plain"]
+    compare_ms = time_one_comparison(args.device, dtype, args.batch, args.seq, sync)
+    result = {
+        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+        "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "args": vars(args),
+        "sdpa_calls_per_step": calls, "sample_every": gradient_sentinel.SAMPLE_EVERY,
+        "median_step_ms": med, "rounds": rounds,
+        "sampled_backward_ms": per_sample_ms,
+        "sentinel_share_of_step_at_default_sampling": default_share,
+        "measured_sentinel_vs_wrapper": med["sentinel"] / med["wrapper"] - 1,
+        "float64_comparison_ms": compare_ms,
+    }
+    print(f"{result['device']}, torch {torch.__version__}: Llama {args.layers} layers, batch {args.batch} x "
+          f"{args.seq}, {args.dtype}, {args.rounds} rounds x {args.steps} steps per variant")
+    for v in VARIANTS:
+        spread = [r[v] for r in rounds]
+        print(f"  {v:11} median step {med[v]:8.2f} ms   (rounds {min(spread):.2f}-{max(spread):.2f})")
+    print(f"  one sampled backward: {per_sample_ms * 1e3:.1f} µs; at the default sampling (1 in "
+          f"{gradient_sentinel.SAMPLE_EVERY} calls) {default_share:.3%} of a plain step; sentinel vs wrapper "
+          f"measured {result['measured_sentinel_vs_wrapper']:+.2%}")
+    print(f"  one float64 comparison of a sampled call's gradients (at most {max_checks} a "
+          f"signature): {compare_ms:.1f} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def time_one_comparison(device, dtype, batch, seq, sync) -> float:
+    """One sampled call's float64 comparison at the model's attention shape (16 heads of 64, a padding mask)."""
+    q = torch.randn(batch, 16, seq, 64, device=device, dtype=dtype)
+    k, v, grad_out = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
+    mask = torch.ones(batch, 1, seq, seq, dtype=torch.bool, device=device).tril()
+    t = gradient_sentinel.CallTensors(q, k, v, mask, 0.0, False, None, False, grad_out, (q, k, v))
+    gradient_reference.relative_errors(t)
+    sync()
+    t0 = time.perf_counter()
+    gradient_reference.relative_errors(t)
+    sync()
+    return (time.perf_counter() - t0) * 1e3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
