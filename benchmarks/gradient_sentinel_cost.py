@@ -105,6 +105,7 @@ def main() -> int:
     per_sample_ms = (med["every call"] - med["wrapper"]) / calls
     default_share = per_sample_ms * calls / gradient_sentinel.SAMPLE_EVERY / med["plain"]
     compare_ms = time_one_comparison(args.device, dtype, args.batch, args.seq, sync)
+    plain_us, tapped_us = time_one_sample(args.device, dtype, args.batch, args.seq, sync)
     result = {
         "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
         "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "args": vars(args),
@@ -114,6 +115,10 @@ def main() -> int:
         "sentinel_share_of_step_at_default_sampling": default_share,
         "measured_sentinel_vs_wrapper": med["sentinel"] / med["wrapper"] - 1,
         "float64_comparison_ms": compare_ms,
+        "one_call_fwd_bwd_us": {"plain": plain_us, "sampled": tapped_us},
+        "sampled_call_extra_us": tapped_us - plain_us,
+        "share_of_step_at_default_sampling_from_one_call":
+            (tapped_us - plain_us) * calls / gradient_sentinel.SAMPLE_EVERY / (med["plain"] * 1e3),
     }
     print(f"{result['device']}, torch {torch.__version__}: Llama {args.layers} layers, batch {args.batch} x "
           f"{args.seq}, {args.dtype}, {args.rounds} rounds x {args.steps} steps per variant")
@@ -123,11 +128,48 @@ def main() -> int:
     print(f"  one sampled backward: {per_sample_ms * 1e3:.1f} µs; at the default sampling (1 in "
           f"{gradient_sentinel.SAMPLE_EVERY} calls) {default_share:.3%} of a plain step; sentinel vs wrapper "
           f"measured {result['measured_sentinel_vs_wrapper']:+.2%}")
+    print(f"  one call alone, forward+backward: {plain_us:.1f} µs plain, {tapped_us:.1f} µs sampled by the sentinel "
+          f"(+{tapped_us - plain_us:.1f} µs; at 1 in {gradient_sentinel.SAMPLE_EVERY} calls "
+          f"{result['share_of_step_at_default_sampling_from_one_call']:.3%} of a plain step)")
     print(f"  one float64 comparison of a sampled call's gradients (at most {max_checks} a "
           f"signature): {compare_ms:.1f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def time_one_sample(device, dtype, batch, seq, sync, reps: int = 200) -> tuple[float, float]:
+    """One SDPA call at the model's attention shape, forward and backward, plain and sampled by the sentinel
+    (its counts read as in a program: by the probe's poll), alternated; median µs of each over ``reps``."""
+    q, k, v = (torch.randn(batch, 16, seq, 64, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+    mask = torch.ones(batch, 1, seq, seq, dtype=torch.bool, device=device).tril()
+    sentinel = gradient_sentinel.GradientSentinel()
+    state = gradient_sentinel.SignatureGradients()
+    original = getattr(F.scaled_dot_product_attention, "__wrapped__", F.scaled_dot_product_attention)
+    max_checks, output_check.MAX_CHECKS = output_check.MAX_CHECKS, 0
+    grad_out = torch.randn(batch, 16, seq, 64, device=device, dtype=dtype)
+
+    def once(tapped: bool) -> float:
+        sync()
+        t0 = time.perf_counter()
+        tap = sentinel.wrap(state, 1, q, k, v, mask, 0.0, False, None, False) if tapped else None
+        if tap is None:
+            out = original(q, k, v, mask)
+        else:
+            out = tap[3](original(tap[0], tap[1], tap[2], mask))
+        out.backward(grad_out)
+        sync()
+        sentinel.poll([state])
+        return (time.perf_counter() - t0) * 1e6
+
+    for tapped in (False, True, False, True):
+        once(tapped)
+    times = {False: [], True: []}
+    for _ in range(reps):
+        for tapped in (False, True):
+            times[tapped].append(once(tapped))
+    output_check.MAX_CHECKS = max_checks
+    return statistics.median(times[False]), statistics.median(times[True])
 
 
 def time_one_comparison(device, dtype, batch, seq, sync) -> float:

@@ -75,13 +75,17 @@ own_import() {
         log "the repro folder's script: python $d/repro.py"; python3 "$d/repro.py"
         log "sdpa-tui report --inputs $d"; COLUMNS=120 python3 -m sdpa_tui report --inputs "$d"; echo "exit=$?"
       done
-      log "a transformers Llama training on padded batches, plain then watched"
-      python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 704 | tee "$OUT/r/hf-plain.txt"
-      COLUMNS=120 python3 -m sdpa_tui watch --report "$OUT/r/calls-hf.json" --no-advice --fail-on-nonfinite -- \
-        python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 704 > "$OUT/r/hf-watch.txt" 2>&1
-      echo "watch hf exit=$?"; grep -v "^  why not" "$OUT/r/hf-watch.txt"
-      if diff <(grep losses "$OUT/r/hf-plain.txt") <(grep losses "$OUT/r/hf-watch.txt"); then
-        echo "hf: losses, gradients and weights bit-identical with and without watch"; fi
+      python3 tests/watch_programs/grad_nan_repro.py 768 3 cuda | grep digest | sed 's/^/L=768 plain again (cuDNN backward determinism): /'
+      for L in 768 704; do
+        log "a transformers Llama training on padded batches (seq $L), plain twice, then watched"
+        python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 $L | tee "$OUT/r/hf-plain-$L.txt"
+        python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 $L
+        COLUMNS=120 python3 -m sdpa_tui watch --report "$OUT/r/calls-hf-$L.json" --no-advice --fail-on-nonfinite -- \
+          python3 tests/watch_programs/hf_padded_training.py cuda bfloat16 6 $L > "$OUT/r/hf-watch-$L.txt" 2>&1
+        echo "watch hf seq $L exit=$?"; grep -v "^  why not" "$OUT/r/hf-watch-$L.txt" | grep -v "^[│┃┏┡└]"
+        if diff <(grep losses "$OUT/r/hf-plain-$L.txt") <(grep losses "$OUT/r/hf-watch-$L.txt"); then
+          echo "hf seq $L: losses, gradients and weights bit-identical with and without watch"; fi
+      done
       log "the sentinel's cost in a training step"
       python3 benchmarks/gradient_sentinel_cost.py --device cuda --steps 20 --rounds 4 \
         --json "$OUT/r/gradient-sentinel-cost-$gpu_tag.json"

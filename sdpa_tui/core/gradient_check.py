@@ -21,9 +21,10 @@ BLAME_UPSTREAM = "the gradient arriving from upstream already held NaN or Inf"
 BLAME_INPUTS = "the inputs already held NaN or Inf"
 
 TOLERANCE = {"torch.float16": 1e-2, "torch.bfloat16": 5e-2, "torch.float32": 5e-3, "torch.float64": 1e-9}
-"""Largest max |grad - ref| / max |ref| per gradient that passes. The backward accumulates over the sequence in
-the input's precision, so the bars sit above the forward's (``watch/output_check.py``); fp32 leaves room for TF32
-matmuls in MATH on a GPU (measured: docs, "Gradients")."""
+"""Largest error per gradient that passes: max |grad - ref| over the largest magnitude of the terms summed into the
+gradient (``watch/gradient_reference.py``), so a sum that cancels does not cry wolf; a backend that computes the
+wrong thing is off by the order of that magnitude. Above a half-precision result's own rounding (2^-8 for bf16,
+2^-11 for fp16) with room for accumulation; fp32 leaves room for TF32 matmuls in MATH on a GPU."""
 
 
 def _counts(d: Any) -> dict[str, int]:

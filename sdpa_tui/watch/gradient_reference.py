@@ -3,6 +3,11 @@
     S = scale * Q Kᵀ + mask,  P = softmax(S),  O = P V
     dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ∘ (dP - rowsum(dO ∘ O)),  dQ = scale * dS K,  dK = scale * dSᵀ Q
 
+and beside each gradient the magnitude of the terms summed into it (``scale * (P ∘ (|dP| + |rowsum|)) |K|`` for dQ,
+the same transposed with |Q| for dK, ``Pᵀ |dO|`` for dV): a low-precision backward's error is bounded by its
+precision times that magnitude, not times the result, which cancellation can make tiny (pytorch#196678's inputs
+give dQ = -960 × (a sum of terms that cancels to 0): Mem-efficient and cuDNN both read 10x "off" by the result's
+size on an H100, 3e-3 by the terms'). The error reported is max |grad - ref| over the largest magnitude,
 computed block by block (a batch element, the query heads of one key/value head, a band of query rows: ``dq``
 per band, ``dk`` and ``dv`` summed over the bands), so a real shape is checked without the float64 scores of the
 whole call in memory. Query rows whose every key is masked are left out of ``dq``; their ``dk``/``dv`` part is
@@ -29,16 +34,16 @@ def _bands(rows: int, group: int, keys: int, device: str):
 
 
 def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
-    """dq, dk, dv in float64 (shapes of q, k, v, 4-d), the query rows whose every key is masked, and whether the
-    dk/dv comparison holds (no such row received a gradient)."""
+    """(dq, its magnitude), (dk, …), (dv, …) in float64 (shapes of q, k, v, 4-d), the query rows whose every key
+    is masked, and whether the dk/dv comparison holds (no such row received a gradient)."""
     q, k, v, grad_out = (_four_d(t.detach()) for t in (q, k, v, grad_out))
     batch, heads, rows, dim = q.shape
     kv_heads, keys = k.shape[1], k.shape[2]
     group = heads // kv_heads if gqa else 1
     scale = 1.0 / dim ** 0.5 if scale is None else scale
-    dq = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
-    dk = torch.zeros(k.shape, dtype=torch.float64, device=q.device)
-    dv = torch.zeros(v.shape, dtype=torch.float64, device=q.device)
+    dq, dq_mag = (torch.zeros(q.shape, dtype=torch.float64, device=q.device) for _ in range(2))
+    dk, dk_mag = (torch.zeros(k.shape, dtype=torch.float64, device=q.device) for _ in range(2))
+    dv, dv_mag = (torch.zeros(v.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device)
     kv_comparable = torch.ones((), dtype=torch.bool, device=q.device)
     for b in range(batch):
@@ -56,20 +61,27 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
                 p = torch.softmax(s.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
                 o = torch.matmul(p, vb)
                 dp = torch.matmul(gob, vb.transpose(-1, -2))
-                ds = p * (dp - (gob * o).sum(-1, keepdim=True))
+                delta = (gob * o).sum(-1, keepdim=True)
+                ds = p * (dp - delta)
+                ds_mag = p * (dp.abs() + delta.abs())
                 dq[b, hs, rs] = torch.matmul(ds, kb) * scale
+                dq_mag[b, hs, rs] = torch.matmul(ds_mag, kb.abs()) * scale
                 dk[b, h] += torch.matmul(ds.transpose(-1, -2), qb).sum(0) * scale
+                dk_mag[b, h] += torch.matmul(ds_mag.transpose(-1, -2), qb.abs()).sum(0) * scale
                 dv[b, h] += torch.matmul(p.transpose(-1, -2), gob).sum(0)
+                dv_mag[b, h] += torch.matmul(p.transpose(-1, -2), gob.abs()).sum(0)
                 kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
-    return dq, dk, dv, dead_rows, kv_comparable
+    return (dq, dq_mag), (dk, dk_mag), (dv, dv_mag), dead_rows, kv_comparable
 
 
 def _relative(grad, ref, rows=None) -> torch.Tensor:
-    grad = _four_d(grad.detach()).double()
-    diff = (grad - ref).abs()
+    """max |grad - ref| over the largest magnitude of the terms summed into ``ref`` (``ref``: value, magnitude)."""
+    value, magnitude = ref
+    diff = (_four_d(grad.detach()).double() - value).abs()
     if rows is not None:
         diff = diff.masked_fill(rows, 0.0)
-    size = ref.abs().max()
+        magnitude = magnitude.masked_fill(rows, 0.0)
+    size = magnitude.max()
     return torch.where(size > 0, diff.max() / size, diff.max())
 
 
@@ -94,7 +106,7 @@ def reference(t):
 
 
 def errors_against(grads, ref) -> dict[str, float]:
-    """max |grad - ref| / max |ref| for each gradient given (None: not computed), against :func:`reference`'s
+    """max |grad - ref| / max magnitude for each gradient given (None: not computed), against :func:`reference`'s
     result; dk and dv left out where rows with every key masked received a gradient."""
     dq, dk, dv, dead, kv_comparable = ref
     with torch.no_grad():

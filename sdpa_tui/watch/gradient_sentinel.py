@@ -1,6 +1,6 @@
 """The backward sentinel: what SDPA's backward produced for a watched program's own sampled calls.
 
-A sampled call that records autograd (its first, then every ``SAMPLE_EVERY``-th) runs on views of its q, k, v
+A sampled call that records autograd (its first ``SAMPLE_FIRST``, then every ``SAMPLE_EVERY``-th) runs on views of its q, k, v
 made by :class:`_Tap`, an identity autograd function whose backward receives exactly the ``dq``, ``dk``, ``dv``
 that SDPA's backward produced and hands them on unchanged; a hook on the call's output receives the gradient
 arriving from upstream (``grad_out``). The program's values and gradients are untouched (the views share
@@ -27,14 +27,20 @@ import torch
 from ..core.gradient_check import GRADIENTS, TOLERANCE, GradientCheck
 from . import gradient_reference, output_check
 
-SAMPLE_EVERY = 64  # a power of two dividing the probe's TIME_EVERY-sampled calls: these calls take its slow path
+SAMPLE_FIRST = 32
+"""A signature's first calls are all sampled: one training step's layers share a signature, and the backward runs
+them in reverse, so the first non-finite gradient is made by the last layer's call; a NaN there reaches every
+earlier layer as its upstream gradient (a Llama on padded batches on an H100: only its first call sampled, watch
+saw "upstream", not the backend that began it)."""
+SAMPLE_EVERY = 64  # then every 64th: a power of two; the probe's slow path takes these calls (TIME_EVERY)
 KEEP_BYTES = 512 << 20
-"""A sample read later keeps its q, k, v, mask and grad_out alive until then (they would be freed after the
-backward): at most this much, else a flagged backward is said without a repro and the next sample waits."""
+"""A sample read later keeps its tensors alive until then (they would be freed after the backward): at most this
+much a signature at a time, else a flagged backward is said without a repro and the next sample waits for the
+GPU. Each sample first reads the earlier ones the GPU has finished, so little is held."""
 
 
 def due(count: int) -> bool:
-    return count == 1 or not count & (SAMPLE_EVERY - 1)
+    return count <= SAMPLE_FIRST or not count & (SAMPLE_EVERY - 1)
 
 
 @dataclass
@@ -165,7 +171,9 @@ class GradientSentinel:
             if self._read(state, counts.tolist(), t) and compare:
                 self._compare(state, t)
             return
-        keep = t if not state.saved and t.nbytes() <= KEEP_BYTES else None
+        self.poll([state])  # earlier samples the GPU has finished: their kept tensors are let go
+        held = sum(p.tensors.nbytes() for p in state.pending if p.tensors is not None)
+        keep = t if not state.saved and held + t.nbytes() <= KEEP_BYTES else None
         host = torch.empty(counts.shape, dtype=counts.dtype, pin_memory=True)
         host.copy_(counts, non_blocking=True)
         event = torch.cuda.Event()
