@@ -5,8 +5,10 @@ or running, or while the signature is still *wanted* (fewer than ``WANTED_SAMPLE
 first call finds its call site, module path, chosen backend and why-not reasons, is timed on the host (plan
 building, autotuning: shown apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each call's own
 kernels are read. The first ``MODULE_CALLS`` calls of a signature (and calls in bursts) also note the module that
-made them; on the CPU every ``TIME_EVERY``-th call is timed on the host; sampled calls have their output checked
-(``output_check.py``). A background thread reads finished bursts and sends the state to the parent twice a second.
+made them, and the first ones their call site; after those, every ``TIME_EVERY``-th call notes its site for
+``TIME_EVERY`` calls (per-site counts sampled: the report says so). On the CPU every ``TIME_EVERY``-th call is timed
+on the host; sampled calls have their output checked (``output_check.py``). A background thread reads finished
+bursts and sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from torch.autograd.profiler import record_function
 
 from ..core.call_signature import CallSignature
-from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
+from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState, UninspectedCalls
 from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
 from . import choice, origin, output_check
 from .bursts import KernelBursts
@@ -31,6 +33,7 @@ from .flag_state import FlagState
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
 from .thread_signals import leave_signals_to_the_program
+from .uninspected import start_over
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -62,6 +65,7 @@ class Probe:
         self._finished_pid = -1
         self.error = ""
         self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
+        self.uninspected: list[UninspectedCalls] = []  # calls that reach SDPA inside C++ (uninspected.py)
 
     @property
     def entries(self) -> list[Entry]:
@@ -142,8 +146,8 @@ class Probe:
     def sampled_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, check=True):
         """A call whose module is noted, timed on the host where that is its clock, its output checked if due."""
         count = entry.count
-        if count <= MODULE_CALLS or self.bursts.active:
-            entry.note_module(origin.module_path(origin.caller_frame(2)))
+        if count <= MODULE_CALLS or self.bursts.active or not count & (TIME_EVERY - 1):
+            self.note_origin(entry, count, origin.caller_frame(2))
         timed = count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1))
         t0 = time.perf_counter_ns()
         out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
@@ -156,6 +160,16 @@ class Probe:
             output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)
         return out
+
+    def note_origin(self, entry: Entry, count: int, frame) -> None:
+        """A sampled call's site and module: each of the first ``MODULE_CALLS`` calls counts at its site, later every
+        ``TIME_EVERY``-th stands for ``TIME_EVERY`` calls there; calls in a burst note their module only."""
+        if count <= MODULE_CALLS:
+            entry.note_site(origin.call_site(frame), 1)
+        elif not count & (TIME_EVERY - 1):
+            entry.note_site(origin.call_site(frame), TIME_EVERY)
+        if count <= MODULE_CALLS or self.bursts.active:
+            entry.note_module(origin.module_path(frame))
 
     def burst_tick(self) -> None:
         """On the calling thread: start a due burst, stop a finished one."""
@@ -195,6 +209,10 @@ class Probe:
         return compiled(*args, **kwargs)
 
     # -- the background thread ---------------------------------------------------------------
+    def start_sending(self) -> None:
+        """The background thread that sends the state, if this process has none yet (a first call starts it)."""
+        self._ensure_thread()
+
     def _ensure_thread(self) -> None:
         if self._thread_pid == os.getpid():
             return
@@ -243,6 +261,7 @@ class Probe:
             time_s=time.time(), captures=replace(self.bursts.captures), rank=self.rank.rank,
             local_rank=self.rank.local_rank, host=self.rank.host, environment=self.environment.start,
             environment_end=self.environment.end,
+            uninspected=[replace(u, sites=dict(u.sites), modules=list(u.modules)) for u in self.uninspected if u.count],
         )
 
     def send(self, final: bool = False) -> None:
@@ -250,7 +269,7 @@ class Probe:
             return
         self.rank.refresh()  # the state below reads it
         fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error,
-                       self.rank.rank)
+                       self.rank.rank, tuple(u.count for u in self.uninspected))
         if not final and fingerprint == self._last_sent:
             return
         self._last_sent = fingerprint
@@ -291,5 +310,6 @@ class Probe:
         self.in_burst = {}
         self.rank = RankInfo()
         self.flag_state.after_fork_in_child()
+        start_over(self.uninspected)
         if self.sender is not None:
             self.sender.reset_after_fork()
