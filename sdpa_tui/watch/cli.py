@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics-address", default=DEFAULT_ADDRESS, metavar="ADDR",
                         help=f"address the metrics listen on (default {DEFAULT_ADDRESS}: this machine only)")
     parser.add_argument("--no-advice", action="store_true",
-                        help="with --report: do not measure each signature's alternatives after the program exits")
+                        help="with --report or --format: do not measure each signature's alternatives after the "
+                        "program exits")
     parser.add_argument("--no-flex", action="store_true",
                         help="leave FlexAttention out of the alternatives (it compiles for seconds per shape)")
     return parser

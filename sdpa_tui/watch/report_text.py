@@ -52,9 +52,7 @@ def report_text(report: WatchReport, width: int) -> str:
     lines += uninspected_lines(report.uninspected, width)
     shared = shared_reasons(rows)
     if shared:
-        lines += ["", "why not, for every call above:"]
-        lines += [line for name, reason in shared.items()
-                  for line in wrapped(f"{INDENT}{backend_label(name)}: {reason}", width, INDENT + "  ")]
+        lines += ["", *shared_reasons_lines(shared, len(rows), width)]
     for i, row in enumerate(rows):
         lines += ["", *details_lines(i, row, advice_of(report, i), report, shared, width)]
     notes = footnotes(report)
@@ -121,7 +119,9 @@ def backward_time_cell(row: CallRow) -> str:
 
 
 def share_text(row: CallRow) -> str:
-    return f"{row.share:.0%}" if row.share is not None else NA
+    if row.share is None:
+        return NA
+    return "<1%" if 0 < row.share < 0.005 else f"{row.share:.0%}"
 
 
 def mark_cell(row: CallRow, advice: SignatureAdvice | None) -> str:
@@ -192,12 +192,39 @@ def uninspected_lines(found: Sequence[UninspectedCalls], width: int) -> list[str
     return lines
 
 
-def shared_reasons(rows: Sequence[CallRow]) -> dict[str, str]:
-    """Why-not reasons every row gives alike (on the CPU: cuDNN and Mem-efficient have no CPU implementation)."""
-    if len(rows) < 2:
-        return {}
-    first = rows[0].why_not
-    return {name: reason for name, reason in first.items() if all(r.why_not.get(name) == reason for r in rows[1:])}
+Reasons = dict[tuple[str, str], tuple[int, ...]]
+"""(backend, why not) → the numbers of the rows (from 1) that give that reason."""
+
+
+def shared_reasons(rows: Sequence[CallRow]) -> Reasons:
+    """Why-not reasons more than one row gives alike (on the CPU: cuDNN and Mem-efficient have no CPU
+    implementation), with the rows that give them: said once under the table, not in each row's details."""
+    given: Reasons = {}
+    for i, row in enumerate(rows):
+        for name, reason in row.why_not.items():
+            given[name, reason] = (*given.get((name, reason), ()), i + 1)
+    return {key: numbers for key, numbers in given.items() if len(numbers) > 1}
+
+
+def row_numbers(numbers: Sequence[int], rows: int) -> str:
+    """``every call above``, ``calls 2-5``, ``calls 1, 3 and 4``."""
+    if len(numbers) == rows:
+        return "every call above"
+    if list(numbers) == list(range(numbers[0], numbers[-1] + 1)):
+        return f"calls {numbers[0]}-{numbers[-1]}" if len(numbers) > 2 else f"calls {numbers[0]} and {numbers[-1]}"
+    return "calls " + ", ".join(str(n) for n in numbers[:-1]) + f" and {numbers[-1]}"
+
+
+def shared_reasons_lines(shared: Reasons, rows: int, width: int) -> list[str]:
+    by_rows: dict[tuple[int, ...], list[tuple[str, str]]] = {}
+    for key, numbers in shared.items():
+        by_rows.setdefault(numbers, []).append(key)
+    lines = []
+    for numbers, reasons in by_rows.items():
+        lines.append(f"why not, for {row_numbers(numbers, rows)}:")
+        lines += [line for name, reason in reasons
+                  for line in wrapped(f"{INDENT}{backend_label(name)}: {reason}", width, INDENT + "  ")]
+    return lines
 
 
 def sites_text(row: CallRow) -> str:
@@ -212,11 +239,13 @@ def sites_text(row: CallRow) -> str:
 
 
 def details_lines(i: int, row: CallRow, advice: SignatureAdvice | None, report: WatchReport,
-                  shared: dict[str, str], width: int) -> list[str]:
+                  shared: Reasons, width: int) -> list[str]:
     """Row ``i``'s block: its signature in full, then a labelled line per fact, wrapped under its label."""
     lines = wrapped(f"{i + 1:>2}  {heading(row)}", width, INDENT)
-    for label, text in details_facts(row, shared):
-        lines += wrapped(f"{INDENT}{label:<{LABEL_WIDTH}} {text}", width, INDENT + " " * (LABEL_WIDTH + 1))
+    last = None
+    for label, text in details_facts(row, shared):  # a label said once over the lines it heads
+        shown, last = ("" if label == last else label), label
+        lines += wrapped(f"{INDENT}{shown:<{LABEL_WIDTH}} {text}", width, INDENT + " " * (LABEL_WIDTH + 1))
     return lines + [line for text in more_lines(row, advice) for line in wrapped(INDENT + text, width, INDENT + "  ")]
 
 
@@ -224,15 +253,15 @@ def heading(row: CallRow) -> str:
     return row.signature.describe() + (" (compiled)" if row.compiled else "")
 
 
-def details_facts(row: CallRow, shared: dict[str, str]) -> list[tuple[str, str]]:
+def details_facts(row: CallRow, shared: Reasons) -> list[tuple[str, str]]:
     """(label, text) of each fact of a row's details: sites, modules, backend and why not the others (but the
     reasons every row shares), times, kernels, backward, GPU share, the output check."""
     facts: list[tuple[str, str]] = [("sites" if len(row.sites) > 1 else "site", sites_text(row))]
     if row.modules or row.module:
         facts.append(("modules", ", ".join(row.modules) or row.module or ""))
-    chose = backend_label(row.backend) if row.backend else f"none: {row.choice_error}"
-    facts.append(("backend", chose + "".join(f"; why not {backend_label(name)}: {reason}"
-                                             for name, reason in row.why_not.items() if name not in shared)))
+    facts.append(("backend", backend_label(row.backend) if row.backend else f"none: {row.choice_error}"))
+    own = [f"{backend_label(name)}: {reason}" for name, reason in row.why_not.items() if (name, reason) not in shared]
+    facts += [("why not", text) for text in own]
     forward = summary_cell(row.kernel_us) or summary_cell(row.host_us)
     if forward:
         facts.append(("forward", forward + (" kernels" if row.kernel_us else " host clock")))
@@ -299,8 +328,8 @@ def report_markdown(report: WatchReport) -> str:
         lines += ["", marks] if marks else []
     lines += [line.strip() for line in uninspected_lines(report.uninspected, 10_000)]
     shared = shared_reasons(report.rows)
-    lines += ["", "Why not, for every call above:", "",
-              *(f"- {backend_label(name)}: {reason}" for name, reason in shared.items())] if shared else []
+    lines += ["", *(line if line.startswith("why not") else f"- {line.strip()}"
+                    for line in shared_reasons_lines(shared, len(report.rows), 10_000))] if shared else []
     for i, row in enumerate(report.rows):
         lines += ["", f"### {i + 1}. `{heading(row)}`", ""]
         lines += [f"- **{label}** {text}" for label, text in details_facts(row, shared)]
