@@ -8,6 +8,9 @@ EXIT_SLOWER = 1
 """compare: a clock got slower than ``--threshold``."""
 EXIT_USAGE = 2
 """Bad input: a value, a device that is not there, a file that is not a report (one line)."""
+EXIT_NOT_COMPARABLE = 3
+"""compare: A and B measured different workloads (lab reports: shape, dtype, mask, direction; watch reports: no call
+site ran the same shapes in both), so no clock can be said slower or faster (one line: "not comparable: ...")."""
 EXIT_INTERRUPTED = 130
 """sweep: Ctrl+C (128 + SIGINT); the points measured so far are written."""
 EXIT_NONFINITE = 4

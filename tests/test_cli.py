@@ -182,6 +182,8 @@ def test_report_with_a_bad_workload_exits_2_without_importing_torch(tmp_path):
         (["sweep", "--seq", "128", "--csv", "{missing}/s.csv"], ["--csv", "does not exist"]),
         (["sweep", "--seq", "128", "--json", "{tmp}"], ["--json", "is a directory"]),
         (["report", "--json", "{file}/x.json"], ["--json", "a.json is a file, not a folder"]),
+        (["report", "--json", "/proc/r.json"], ["--json", "the folder /proc is not writable"]),  # root: access() yes
+        (["sweep", "--seq", "128", "--markdown", "/proc/s.md"], ["--markdown", "the folder /proc is not writable"]),
     ],
 )
 def test_an_output_file_that_cannot_be_written_is_refused_before_measuring(argv, words, tmp_path, capsys):
@@ -196,6 +198,7 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_measuring(argv,
 def test_output_files_in_an_existing_folder_are_accepted(tmp_path):
     args, _, _ = cli.parse(["report", "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")])
     assert args.json.endswith("r.json")
+    assert list(tmp_path.iterdir()) == [], "the trial file made to check the folder is removed"
     assert cli.parse(["compare", "a.json", "b.json", "--json"])[0].json is True  # a switch there, not a path
 
 

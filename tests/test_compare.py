@@ -134,3 +134,14 @@ def test_bad_threshold_exits_2(capsys, threshold):
 def test_load_report_reads_a_snapshot_directory_without_snapshot(tmp_path):
     with pytest.raises(ReportFileError, match="has no snapshot.json"):
         load_report(tmp_path)
+
+
+@pytest.mark.parametrize("output", [(), ("--json",), ("--markdown",)])
+def test_reports_of_two_workloads_are_not_comparable_and_exit_3_in_one_line(capsys, output):
+    """A ratio of two workloads' times is no regression: a CI gate gets its own code, not 1."""
+    from sdpa_tui.exit_codes import EXIT_NOT_COMPARABLE
+
+    code, out, err = run(capsys, H100 / "report-small.json", H100 / "report-8k.json", *output)
+    assert code == EXIT_NOT_COMPARABLE == 3 and out == ""
+    assert err.count("\n") == 1 and err.startswith("sdpa-tui compare: not comparable: ")
+    assert "[2, 8, 512, 64] fp16" in err and "[1, 16, 8192, 128] bf16 causal" in err

@@ -64,3 +64,46 @@ def test_a_watch_report_of_another_schema_exits_2(tmp_path, capsys):
     old.write_text(json.dumps({**json.loads(BEFORE.read_text()), "schema_version": 1}))
     code, _, err = run(capsys, old, AFTER)
     assert code == 2 and "schema version 1" in err
+
+
+def moved(tmp_path: Path, name: str, edit) -> Path:
+    doc = json.loads(BEFORE.read_text())
+    for call in doc["calls"]:
+        edit(call)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_watch_reports_of_other_programs_or_other_shapes_are_not_comparable(tmp_path, capsys):
+    other_program = moved(tmp_path, "other.json", lambda c: c.update(site="serve.py:80"))
+    code, out, err = run(capsys, BEFORE, other_program)
+    assert (code, out) == (3, "") and err.count("\n") == 1
+    assert err.startswith("sdpa-tui compare: not comparable: no call site of ")
+
+    def longer(call: dict) -> None:
+        call["q_shape"][2] = call["kv_shape"][2] = 4096
+        call["host_us"]["median"] *= 16
+
+    code, out, err = run(capsys, BEFORE, moved(tmp_path, "longer.json", longer))
+    assert (code, out) == (3, "") and "ran other shapes" in err, "16x slower at 4x the length is no regression"
+
+
+def test_a_site_that_ran_other_shapes_is_not_compared_the_others_are(tmp_path, capsys):
+    def with_second_site(source: Path, name: str, length: int, scale: float) -> Path:
+        doc = json.loads(source.read_text())
+        other = json.loads(json.dumps(doc["calls"][0]))
+        other["site"] = "advised_context.py:40"
+        other["q_shape"][2] = other["kv_shape"][2] = length
+        other["host_us"]["median"] *= scale
+        doc["calls"].append(other)
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    code, out, _ = run(capsys, with_second_site(BEFORE, "a.json", 1024, 1.0), with_second_site(BEFORE, "b.json", 8192, 40.0),
+                       "--json")
+    same, other = json.loads(out)["calls"]
+    assert same["ratio"] == 1.0 and same["same_work"]
+    assert other["ratio"] is None and not other["same_work"] and not other["slower"]
+    assert code == 0

@@ -87,8 +87,9 @@ def test_watch_advises_the_faster_kernel_for_a_call_kept_on_math_on_the_cpu(tmp_
     top = report["advice"]["top"]
     assert top and top[0]["to"] == best and report["advice"]["saving_us"] > 0
     assert "after the program exited" in report["advice"]["note"]
-    assert "advice: SDPA took" in proc.stdout and (
-        "MATH → FLASH_ATTENTION" if best == "FLASH_ATTENTION" else "MATH → flex_attention (FLEX_ATTENTION)") in proc.stdout
+    said = " ".join(proc.stdout.split())  # the report's lines wrap at the terminal's width
+    assert "advice: SDPA took" in said and (
+        "MATH → FLASH_ATTENTION" if best == "FLASH_ATTENTION" else "MATH → flex_attention (FLEX_ATTENTION)") in said
     flex = next(a for a in call["alternatives"] if a["variant"] == "flex_attention")
     assert flex["backend"] == "FLEX_ATTENTION" and flex["leaves_sdpa"] is True and flex["gpu_us"] is None
     assert flex["eager_us"] > 0 and flex["error"] < 1e-5, "the block mask gives SDPA's output (fp32, no mask here)"

@@ -44,12 +44,15 @@ def test_a_missing_script_or_module_gives_pythons_one_line(tmp_path, program):
     watched = watch(tmp_path / "calls.json", sys.executable, *program)
     assert plain.stderr.count("\n") == 1 and ("No such file" in plain.stderr or "No module" in plain.stderr)
     assert (watched.returncode, watched.stderr) == (plain.returncode, plain.stderr)  # 2 for a script, 1 a module
+    if program == ["nothere.py"]:  # nothing else: no empty table, no report
+        assert watched.stdout == "" and not (tmp_path / "calls.json").exists()
 
 
-@pytest.mark.parametrize("where", ["directory", "missing folder", "unwritable folder"])
+@pytest.mark.parametrize("where", ["directory", "missing folder", "unwritable folder", "a folder no one writes"])
 def test_a_report_that_cannot_be_written_stops_watch_before_the_program(tmp_path, where):
     report = {"directory": tmp_path, "missing folder": tmp_path / "no" / "calls.json",
-              "unwritable folder": tmp_path / "locked" / "calls.json"}[where]
+              "unwritable folder": tmp_path / "locked" / "calls.json",
+              "a folder no one writes": Path("/proc/calls.json")}[where]  # root too
     if where == "unwritable folder":
         if os.geteuid() == 0:
             pytest.skip("root may write in any folder")

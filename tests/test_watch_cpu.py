@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -382,3 +383,96 @@ def test_compiled_calls_on_the_cpu_match_the_profiler(tmp_path):
         assert row["modules"] == ["layers.{0..1}"]
         assert row["check"]["samples"] == 0 and "compiled graph" in row["check"]["note"], "said, not silently unchecked"
     assert rows[True]["backward"]["backend"] == "FLASH_ATTENTION"
+
+
+def test_each_call_site_of_one_signature_keeps_its_calls_exact_then_sampled():
+    """Two lines make one signature: the first MODULE_CALLS calls count at their site one by one, later ones every
+    TIME_EVERY-th for TIME_EVERY, so a site seen only late is still named, with its calls estimated."""
+    import torch
+
+    from sdpa_tui.watch.fast_path import make_wrapper
+    from sdpa_tui.watch.probe import MODULE_CALLS, TIME_EVERY, Probe
+
+    probe = Probe(None, kernel_bursts=False)
+    sdpa = make_wrapper(lambda q, k, v, *args, **kwargs: q, probe)
+    q = torch.randn(1, 2, 4, 8)
+
+    def at_first_line(n: int) -> None:
+        for _ in range(n):
+            sdpa(q, q, q)
+
+    def at_second_line(n: int) -> None:
+        for _ in range(n):
+            sdpa(q, q, q)
+
+    first, second = (f"tests/test_watch_cpu.py:{f.__code__.co_firstlineno + 2}" for f in (at_first_line, at_second_line))
+    at_first_line(3)
+    at_second_line(5)
+    (entry,) = probe.entries
+    assert entry.snapshot().sites == {first: 3, second: 5} and not entry.stats.sites_sampled
+    at_first_line(MODULE_CALLS - 8 + 44)  # the rest of the exact calls, then 44 unnoted ones
+    at_second_line(300)  # after them: every TIME_EVERY-th call noted
+    state = ProcessState.from_dict(probe.state().to_dict())
+    (row,) = build_report(["x.py"], 0, [state], 1.0).rows
+    assert row.count == 600 and row.sites_sampled and dict(row.sites).keys() == {first, second}
+    assert sum(n for _, n in row.sites) == 600
+    assert all(abs(n - 300) <= TIME_EVERY for _, n in row.sites), row.sites
+    probe._stop.set()
+
+
+def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_columns(tmp_path):
+    """A tiny Llama with a padding mask called from two lines (one signature), nn.MultiheadAttention in eval under
+    no_grad (SDPA inside C++), a GQA call: each site listed with its calls, the fast path's calls counted and said,
+    every line of the report within 80 columns, the program's output unchanged."""
+    pytest.importorskip("transformers")
+    program = (sys.executable, str(PROGRAMS / "two_sites.py"))
+    proc, report = watch(tmp_path, *program, columns=80)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == plain(*program).strip(), "counting the fast path changes nothing the program computes"
+    assert max(len(line) for line in out[1:]) <= 80, proc.stdout
+    llama = next(c for c in report["calls"] if c["mask"]["kind"] == "bool")
+    sites = {s["site"].rsplit(":", 1)[1]: s["count"] for s in llama["sites"]}
+    assert sites == {"22": 6, "24": 10} and llama["count"] == 16 and not llama["sites_sampled"]  # 2 layers a call
+    (mha,) = report["uninspected"]
+    assert mha["count"] == 7 and "torch._native_multi_head_attention" in mha["path"]
+    assert [s.rsplit(":", 1)[1] for s in mha["sites"]] == ["26"] and mha["modules"] == ["MultiheadAttention"]
+    text = " ".join(proc.stdout.split())
+    assert "NOT INSPECTED: 7 calls of nn.MultiheadAttention's fast path" in text
+    assert "two_sites.py:24 (10 calls), :22 (6 calls)" in text
+    rows = [line for line in out if re.match(r"\d  ", line)]
+    assert len(rows) == 2 and rows[0].startswith("1  two_sites.py:24,22  ") and rows[0].endswith("%")
+
+
+def test_format_json_prints_the_report_alone_on_stdout(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "sdpa_tui", "watch", "--format", "json", "--no-advice", "--", sys.executable,
+         str(PROGRAMS / "shapes.py")], capture_output=True, text=True, timeout=240, cwd=ROOT, env=ENV,
+        stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # the program's own line went to stderr
+    assert len(report["calls"]) == 5 and report["exit_code"] == 0
+    assert proc.stderr.splitlines()[0] == plain(sys.executable, str(PROGRAMS / "shapes.py")).strip()
+
+
+SCRIPTED_UNDER_WATCH = """
+import json, warnings, torch
+from sdpa_tui.watch.install import install
+warnings.simplefilter("ignore")
+probe = install(None, kernel_bursts=False)
+attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+x = torch.randn(2, 10, 32)
+scripted = torch.jit.script(attention)  # compiles F.scaled_dot_product_attention and the fast path as their ops
+same = torch.equal(scripted(x, x, x)[0], attention(x, x, x)[0])
+with torch.no_grad():
+    attention(x, x, x, need_weights=False)
+print(json.dumps({"same": same, "fast_path": [u.count for u in probe.uninspected]}))
+"""
+
+
+def test_modules_that_call_the_rebound_functions_can_still_be_scripted():
+    """torch.jit.script finds F.scaled_dot_product_attention and the fast path by the function's id: a Python function
+    in their place failed to compile ("... got builtin_function_or_method") until registered as the same ops."""
+    out = subprocess.run([sys.executable, "-c", SCRIPTED_UNDER_WATCH], capture_output=True, text=True, timeout=240,
+                         env=ENV, cwd=ROOT, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == {"same": True, "fast_path": [1, 0]}

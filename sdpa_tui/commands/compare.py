@@ -2,7 +2,8 @@
 backend, time per call, advice); exit 1 when B got slower.
 
 Exit codes: 0 nothing slower than ``--threshold``; 1 a clock of some backend got slower; 2 a file
-that is not a report, a missing file, or a bad threshold (one line on stderr).
+that is not a report, a missing file, or a bad threshold (one line on stderr); 3 not comparable: A and B measured
+different workloads (one line on stderr, "not comparable: ...", nothing on stdout).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import math
 import sys
 
-from ..exit_codes import EXIT_SLOWER, EXIT_USAGE
+from ..exit_codes import EXIT_NOT_COMPARABLE, EXIT_SLOWER, EXIT_USAGE
 from ..exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
 
 # The CLI imports this module to build its parser at every start (the live monitor's too): what only a comparison
@@ -26,7 +27,8 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> None:
         description="Compare two `sdpa-tui report --json` files or snapshot.json files (or snapshot "
         "directories): per backend, main kernel changed or not, the three clocks as ratios B/A, eligibility "
         "and SDPA's pick. Or two `sdpa-tui watch --report` files: per call site, the backend, the time per call "
-        "and the advice in A and in B. Exit 1 when a clock of B is slower than A by more than the threshold.",
+        "and the advice in A and in B. Exit 1 when a clock of B is slower than A by more than the threshold, 3 when A "
+        "and B measured different workloads (not comparable).",
     )
     compare.add_argument("a", metavar="A", help="the reference report (e.g. before a torch upgrade)")
     compare.add_argument("b", metavar="B", help="the report compared against A")
@@ -84,13 +86,19 @@ def run_compare(args: argparse.Namespace) -> int:
         from ..exports import watch_diff as views
 
         comparison = views.compare_watch_reports(a, b, threshold, a_path=args.a, b_path=args.b)
+        why_not = comparison.not_comparable
         as_dict, as_markdown, as_rich = (views.watch_comparison_dict, views.watch_comparison_markdown,
                                          views.watch_comparison_rich)
     else:
         from ..exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
 
         comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
+        why_not = "" if comparison.workload_same else \
+            f"{args.a} measured {comparison.a.workload}, {args.b} measured {comparison.b.workload}"
         as_dict, as_markdown, as_rich = comparison_dict, comparison_markdown, comparison_rich
+    if why_not:  # a ratio of two workloads is no verdict: a CI gate must not read it as a regression
+        print(f"sdpa-tui compare: not comparable: {why_not}", file=sys.stderr)
+        return EXIT_NOT_COMPARABLE
     if args.json:
         sys.stdout.write(json.dumps(as_dict(comparison), indent=2) + "\n")
     elif args.markdown:

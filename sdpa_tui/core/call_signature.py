@@ -51,6 +51,21 @@ class CallSignature:
             extras.append("grad")
         return text + (" " + ", ".join(extras) if extras else "")
 
+    def brief(self) -> str:
+        """The signature in a table's cell: shapes without spaces (``qkv[...]`` where q and k share one), the dtype
+        and what the call passed; the mask's shape and the scale are left to :meth:`describe`."""
+        def dims(shape: tuple[int, ...]) -> str:
+            return "[" + ",".join(str(d) for d in shape) + "]"
+
+        shapes = f"qkv{dims(self.q_shape)}" if self.q_shape == self.kv_shape else \
+            f"q{dims(self.q_shape)} kv{dims(self.kv_shape)}"
+        words = [shapes, dtype_name(self.dtype)]
+        if self.mask != "none":
+            words.append(f"{self.mask} mask")
+        words += [word for word, on in (("causal", self.causal), ("gqa", self.gqa),
+                                        (f"dropout {self.dropout_p:g}", self.dropout_p), ("grad", self.grad)) if on]
+        return " ".join(words)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "q_shape": list(self.q_shape), "kv_shape": list(self.kv_shape), "dtype": self.dtype,

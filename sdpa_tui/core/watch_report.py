@@ -20,7 +20,7 @@ from .flex_alternative import FLEX, FLEX_LABEL
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
-from .watched_calls import CallStats, Captures, OutputCheck, ProcessState
+from .watched_calls import CallStats, Captures, OutputCheck, ProcessState, UninspectedCalls
 
 SCHEMA_VERSION = 2
 NOT_INTERCEPTED_NOTE = (
@@ -92,6 +92,8 @@ class CallRow:
     decomposed: bool = False  # compiled: MATH chosen at the trace, run as the compiler's own ops (no SDPA kernel)
     eager_twin: EagerTwin | None = None  # compiled: eager calls of the same modules with another backend or mask
     mask_strides: tuple[int, ...] | None = None  # compiled: the mask's strides in the graph
+    sites: tuple[tuple[str, int], ...] = ()  # every call site and its calls, the busiest first
+    sites_sampled: bool = False  # the per-site counts are estimated from sampled calls
 
     @property
     def backward_us(self) -> float | None:
@@ -136,6 +138,7 @@ class CallRow:
             "ranks": list(self.ranks), "per_rank": {str(r): c.to_dict() for r, c in self.per_rank.items()},
             "rank_note": self.rank_note or None, "decomposed": self.decomposed,
             "eager_twin": self.eager_twin.to_dict() if self.eager_twin else None,
+            "sites": [{"site": site, "count": n} for site, n in self.sites], "sites_sampled": self.sites_sampled,
         }
 
 
@@ -146,6 +149,28 @@ def _backward(items: list[CallStats]) -> BackwardRow | None:
     kernels = next((b.kernels for b in backs if b.kernels), [])
     backend = next((b.backend for b in backs if b.backend), None)
     return BackwardRow(backend, Summary.of(x for b in backs for x in b.kernel_us), tuple(kernels))
+
+
+def merged_sites(stats: Iterable[CallStats]) -> tuple[tuple[str, int], ...]:
+    """Each call site of one signature with its calls over every process, the busiest first."""
+    totals: dict[str, float] = {}
+    for st in stats:
+        for site, n in st.site_counts().items():
+            totals[site] = totals.get(site, 0.0) + n
+    return tuple(sorted(((site, round(n)) for site, n in totals.items()), key=lambda item: -item[1]))
+
+
+def merged_uninspected(states: Iterable[ProcessState]) -> list[UninspectedCalls]:
+    """The calls no process could inspect, one entry per entry point, summed over processes."""
+    paths: dict[str, UninspectedCalls] = {}
+    for state in states:
+        for calls in state.uninspected:
+            into = paths.setdefault(calls.path, UninspectedCalls(calls.path))
+            into.count += calls.count
+            for site, n in calls.sites.items():
+                into.sites[site] = into.sites.get(site, 0) + n
+            into.modules.extend(m for m in calls.modules if m not in into.modules)
+    return list(paths.values())
 
 
 def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> list[CallRow]:
@@ -177,7 +202,8 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
-            mask_strides=first.mask_strides,
+            mask_strides=first.mask_strides, sites=merged_sites(stats),
+            sites_sampled=any(st.sites_sampled for st in stats),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
@@ -204,6 +230,7 @@ class WatchReport:
     advice: list[SignatureAdvice | None] = field(default_factory=list)  # one per row, measured after the run
     run_advice: RunAdvice | None = None
     advice_note: str = ""  # when and how long the alternatives were measured, and what was not advised
+    uninspected: list[UninspectedCalls] = field(default_factory=list)  # calls that reached SDPA inside C++
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:
@@ -228,6 +255,7 @@ class WatchReport:
             },
             "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
             "environment": self.environment.to_dict() if self.environment else None,
+            "uninspected": [u.to_dict() for u in self.uninspected],
         }
 
 
@@ -260,6 +288,7 @@ def build_report(program: list[str], exit_code: int | None, states: Iterable[Pro
         compiled_kernels=list(dict.fromkeys(k for s in states for k in s.compiled_kernels)),
         kernels_note=next((s.kernels_note for s in states if s.kernels_note), ""),
         error=errors[0] if errors else "", notes=[*notes, *others], captures=captures, environment=environment,
+        uninspected=merged_uninspected(states),
     )
 
 

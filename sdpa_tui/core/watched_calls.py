@@ -117,10 +117,14 @@ class CallStats:
     check: OutputCheck = field(default_factory=OutputCheck)
     decomposed: bool = False  # compiled rows: SDPA chose MATH at the trace, the compiler runs it as its own ops
     mask_strides: tuple[int, ...] | None = None  # compiled rows: the mask's strides in the graph (0: expanded)
+    # calls per call site: the first calls each count 1, later ones are sampled and each stands for the calls
+    # between samples (``sites_sampled``); empty in records from before sites were counted: all at ``site``
+    sites: dict[str, int] = field(default_factory=dict)
+    sites_sampled: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
+            "sites": dict(self.sites), "sites_sampled": self.sites_sampled, "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
             "mask_strides": None if self.mask_strides is None else list(self.mask_strides),
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
@@ -146,7 +150,36 @@ class CallStats:
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
             check=OutputCheck.from_dict(d.get("check")), decomposed=bool(d.get("decomposed", False)),
             mask_strides=None if d.get("mask_strides") is None else tuple(int(x) for x in d["mask_strides"]),
+            sites={str(site): int(n) for site, n in (d.get("sites") or {}).items()},
+            sites_sampled=bool(d.get("sites_sampled", False)),
         )
+
+    def site_counts(self) -> dict[str, float]:
+        """Calls per site, summing to ``count``: as noted, or scaled from the samples."""
+        noted = sum(self.sites.values())
+        if not noted:
+            return {self.site: float(self.count)}
+        scale = self.count / noted if self.sites_sampled else 1.0
+        return {site: n * scale for site, n in self.sites.items()}
+
+
+@dataclass
+class UninspectedCalls:
+    """Attention that reaches SDPA inside C++ (``nn.MultiheadAttention``'s fast path), never through the Python
+    function watch rebinds: counted where it enters, its backend, time and kernels unseen."""
+
+    path: str  # the entry point, in words: "nn.MultiheadAttention's fast path (torch._native_multi_head_attention)"
+    count: int = 0
+    sites: dict[str, int] = field(default_factory=dict)  # the first calls' sites
+    modules: list[str] = field(default_factory=list)  # the first calls' modules
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "count": self.count, "sites": dict(self.sites), "modules": list(self.modules)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "UninspectedCalls":
+        return cls(str(d["path"]), int(d.get("count", 0)), {str(k): int(v) for k, v in (d.get("sites") or {}).items()},
+                   [str(m) for m in d.get("modules", ())])
 
 
 @dataclass
@@ -215,6 +248,7 @@ class ProcessState:
     host: str = ""
     environment: DispatchEnvironment | None = None  # as found at start, before the program's first line
     environment_end: DispatchEnvironment | None = None  # at its end, where the program changed it
+    uninspected: list[UninspectedCalls] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,6 +258,7 @@ class ProcessState:
             "captures": self.captures.to_dict(), "rank": self.rank, "local_rank": self.local_rank, "host": self.host,
             "environment": self.environment.to_dict() if self.environment else None,
             "environment_end": self.environment_end.to_dict() if self.environment_end else None,
+            "uninspected": [u.to_dict() for u in self.uninspected],
         }
 
     @classmethod
@@ -239,6 +274,7 @@ class ProcessState:
             local_rank=_int_or_none(d.get("local_rank")), host=str(d.get("host") or ""),
             environment=DispatchEnvironment.from_dict(d["environment"]) if d.get("environment") else None,
             environment_end=DispatchEnvironment.from_dict(d["environment_end"]) if d.get("environment_end") else None,
+            uninspected=[UninspectedCalls.from_dict(u) for u in d.get("uninspected", ())],
         )
 
 

@@ -1,11 +1,12 @@
 """Files that ``report`` and ``sweep`` write after measuring (``--json``, ``--markdown``, ``--csv``),
-and ``watch --report`` after the program: checked before anything is measured or run, so a
-mistyped folder costs no measurement."""
+and ``watch --report`` after the program: checked before anything is measured or run, by making a file
+where the report will go and removing it, so a mistyped or read-only folder costs no measurement."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 
 OUTPUT_OPTIONS = ("json", "markdown", "csv")
 
@@ -28,8 +29,13 @@ def check_output_path(option: str, path: str) -> None:
         if blocker is not None:
             raise ValueError(f"{option} {path}: {blocker} is a file, not a folder")
         raise ValueError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {path}: the folder {folder} is not writable")
+    try:  # as the writer will (atomic.py): a file made in the folder, here removed at once; os.access() says
+        # yes to root where the file system says no (/proc, a read-only mount)
+        fd, trial = tempfile.mkstemp(dir=folder, prefix=".sdpa-tui-", suffix=".tmp")
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: the folder {folder} is not writable ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(trial)
 
 
 def _parents(folder: str) -> list[str]:

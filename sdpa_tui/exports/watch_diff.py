@@ -56,6 +56,14 @@ def _best(call: dict | None) -> str | None:
     return best["backend"] if best.get("variant") == "backend" else f"{best['variant']} ({best['backend']})"
 
 
+def _work(call: dict | None) -> tuple | None:
+    """What a call computes, whatever the advice changed (the mask, K/V heads, head dim, dtype): batch, query heads
+    and length, key length."""
+    if call is None:
+        return None
+    return tuple(call.get("q_shape") or ())[:-1], tuple(call.get("kv_shape") or ())[-2:-1]
+
+
 @dataclass(frozen=True)
 class CallChange:
     site: str
@@ -67,11 +75,16 @@ class CallChange:
     us: tuple[float | None, float | None]
     best: tuple[str | None, str | None]
     saving_us_per_call: tuple[float | None, float | None]
+    same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
+
+    @property
+    def paired(self) -> bool:
+        return None not in self.count
 
     @property
     def ratio(self) -> float | None:
         a, b = self.us
-        return b / a if a and b is not None else None
+        return b / a if a and b is not None and self.same_work else None
 
     def slower(self, threshold: float) -> bool:
         return self.ratio is not None and self.ratio > 1.0 + threshold
@@ -86,7 +99,7 @@ def _change(a: dict | None, b: dict | None) -> CallChange:
 
     return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
                       pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
-                      (_best(a), _best(b)), pair("saving_us_per_call"))
+                      (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b))
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,17 @@ class WatchComparison:
     @property
     def regressed(self) -> bool:
         return any(c.slower(self.threshold) for c in self.calls)
+
+    @property
+    def not_comparable(self) -> str:
+        """Why no time of A can be set against B's ("" when some can): no site in both, or other shapes at each."""
+        paired = [c for c in self.calls if c.paired]
+        if not paired:
+            return f"no call site of {self.a_path} is in {self.b_path}: other programs, or other code"
+        if not any(c.same_work for c in paired):
+            return (f"every call site of {self.a_path} ran other shapes in {self.b_path} (batch, heads or sequence "
+                    "lengths): the workloads differ")
+        return ""
 
 
 def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A", b_path: str = "B") -> WatchComparison:
@@ -123,6 +147,8 @@ def _pair(values: tuple[Any, Any], text=str) -> str:
 
 
 def _time(change: CallChange) -> str:
+    if not change.same_work:
+        return "other shapes: not compared"
     text = _pair(change.us, us_number)
     return text + (f" ({change.ratio:.2f}x)" if change.ratio is not None else "") + \
         ("" if change.clock == "kernel" else " host")
@@ -164,5 +190,6 @@ def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
             "saving_us": list(comparison.saving_us),
             "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
                        "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
+                       "same_work": c.same_work,
                        "slower": c.slower(comparison.threshold), "best": list(c.best),
                        "saving_us_per_call": list(c.saving_us_per_call)} for c in comparison.calls]}

@@ -22,6 +22,7 @@ import sys
 import types
 
 from .channel import SOCKET_ENV, StateSender
+from .script_files import absolute, cannot_open_line
 
 _OWN_MAIN: list[types.ModuleType] = []  # the bootstrap's own __main__, kept alive once the program's replaces it
 
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m sdpa_tui.watch.bootstrap [--as NAME] <script.py|-m module> [args...]", file=sys.stderr)
         return 2
     source = None
-    if argv[0] != "-m" and pkgutil.get_importer(_absolute(argv[0])) is None:  # a file: no folder or zip
+    if argv[0] != "-m" and pkgutil.get_importer(absolute(argv[0])) is None:  # a file: no folder or zip
         source = _read_script(argv[0], name)
         if source is None:
             return 2  # python's code for a script it cannot open
@@ -64,19 +65,14 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _absolute(arg: str) -> str:
-    """The script's path as python makes it absolute: joined to the working directory, not normalized."""
-    return os.path.join(os.getcwd(), arg)
-
-
 def _read_script(arg: str, name: str) -> bytes | None:
     """The script's bytes; None, with python's one line on stderr, when it cannot be opened."""
-    path = _absolute(arg)
+    path = absolute(arg)
     try:
         with io.open_code(path) as f:
             return f.read()
     except OSError as exc:
-        print(f"{name}: can't open file '{path}': [Errno {exc.errno}] {exc.strerror}", file=sys.stderr)
+        print(cannot_open_line(name, path, exc), file=sys.stderr)
         return None
 
 
@@ -84,7 +80,7 @@ def _run_script(arg: str, source: bytes | None) -> None:
     """``python arg``: a fresh ``__main__`` with ``__file__`` absolute, the script's real folder first
     on ``sys.path`` where ``python -m`` put the working directory (none with -P). ``source`` None:
     a folder or zip file, first on ``sys.path`` (even with -P) and run by its ``__main__.py``."""
-    path = _absolute(arg)
+    path = absolute(arg)
     safe_path = getattr(sys.flags, "safe_path", False)
     if source is None:
         sys.path[0:0 if safe_path else 1] = [path]

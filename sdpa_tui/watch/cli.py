@@ -21,22 +21,30 @@ from .metrics_publisher import MetricsPublisher
 from .replay_client import replay_flagged
 from .runner import CommandError, WatchedProgram
 
+FORMATS = ("text", "markdown", "json")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdpa-tui watch",
         description="Run a Python program and show every SDPA call signature it makes: the backend SDPA chose, "
-        "why not the others, counts, time and kernels. With --report: no UI, a table and a JSON file.",
-        usage="sdpa-tui watch [--report calls.json] [--metrics-port PORT] [-m module | -- python script.py] [args ...]",
+        "why not the others, counts, time and kernels. With --report or --format: no UI; the report on stdout once "
+        "the program has ended (and with --report the JSON in a file).",
+        usage="sdpa-tui watch [--report calls.json] [--format text|markdown|json] [--metrics-port PORT] "
+              "[-m module | -- python script.py] [args ...]",
     )
     parser.add_argument("--report", metavar="PATH", help="headless: run the program, print the call table, write JSON")
+    parser.add_argument("--format", choices=FORMATS, help="headless: print the report on stdout in this format once "
+                        "the program has ended (default text, to the terminal's width); with json the program's "
+                        "own stdout goes to stderr, so that stdout is the JSON alone")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve the job's per-signature metrics for Prometheus on /metrics (0: any free port)")
     parser.add_argument("--metrics-address", default=DEFAULT_ADDRESS, metavar="ADDR",
                         help=f"address the metrics listen on (default {DEFAULT_ADDRESS}: this machine only)")
     parser.add_argument("--no-advice", action="store_true",
-                        help="with --report: do not measure each signature's alternatives after the program exits")
+                        help="with --report or --format: do not measure each signature's alternatives after the "
+                        "program exits")
     parser.add_argument("--no-flex", action="store_true",
                         help="leave FlexAttention out of the alternatives (it compiles for seconds per shape)")
     parser.add_argument("--repro-dir", metavar="DIR",
@@ -68,8 +76,10 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
     if args.fail_on_nonfinite and not args.report:
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: --fail-on-nonfinite goes with --report PATH\n")
     repro_dir = args.repro_dir or (str(Path(args.report).with_suffix("")) + ".repro" if args.report else DEFAULT_REPRO_DIR)
+    headless = args.report is not None or args.format is not None
     try:
-        watched = WatchedProgram(program, module=args.module, repro_dir=repro_dir)
+        watched = WatchedProgram(program, module=args.module, stdout=sys.stderr if args.format == "json" else None,
+                                 repro_dir=repro_dir)
     except CommandError as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
     if args.report:
@@ -77,8 +87,12 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
             check_output_path("--report", args.report)
         except ValueError as exc:
             parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
-    elif run_ui is None:
+    elif not headless and run_ui is None:
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: no live monitor here; use --report PATH\n")
+    missing = watched.unopenable_script()
+    if missing:  # python's own line and its exit code, as if the program had run
+        print(missing, file=sys.stderr)
+        return EXIT_USAGE
     publisher = None
     if args.metrics_port is not None:
         try:  # before the program runs, as the report's path
@@ -89,21 +103,21 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
     if advisor is not None and args.no_flex:
         advisor = partial(advisor, flex=False)
     try:
-        if args.report:
-            return run_headless(watched, args.report, None if args.no_advice else advisor, args.fail_on_nonfinite)
+        if headless:
+            return run_headless(watched, args.report, None if args.no_advice else advisor, args.format or "text",
+                                args.fail_on_nonfinite)
         return run_ui(watched, None if args.no_advice else advisor)
     finally:
         if publisher is not None:
             publisher.stop()
 
 
-def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | None = None,
-                 fail_on_nonfinite: bool = False) -> int:
+def run_headless(watched: WatchedProgram, report_path: str | None, advisor: Advisor | None = None,
+                 output: str = "text", fail_on_nonfinite: bool = False) -> int:
+    """Run the program, measure the advice, print the report in ``output``'s format, write the JSON file."""
     from rich.console import Console
-    from rich.text import Text
 
-    from ..core.compiled_twins import cost_lines
-    from .tables import calls_table, compiled_lines, footnotes, why_not_lines
+    from .report_text import report_markdown, report_text
 
     watched.start()
     try:
@@ -114,37 +128,34 @@ def run_headless(watched: WatchedProgram, report_path: str, advisor: Advisor | N
     replay_flagged(report, lambda text: print(text, file=sys.stderr, flush=True))
     if advisor is not None and report.rows:
         advisor(report)
-    console = Console(stderr=False)
-
-    def say(line: str) -> None:  # torch's words, code and tracebacks hold brackets Rich would take for markup
-        console.print(line, markup=False)
-
-    console.print(calls_table(report))
-    for i, row in enumerate(report.rows):
-        console.print(Text.assemble((row.signature.describe(), "bold"),
-                                    f" at {row.site}: chose {row.backend or 'none'}"))
-        for line in why_not_lines(row):
-            say(f"  why not {line}")
-        for line in compiled_lines(row):
-            say(f"  {line}")
-        advice = report.advice[i] if i < len(report.advice) else None
-        if advice is not None and advice.compiled_cost is not None:
-            for line in cost_lines(advice.compiled_cost):
-                say(f"  {line}")
-    for line in footnotes(report):
-        say(line)
-    if report.error:
-        console.print("[red]the program raised:[/]")
-        console.print(report.error.rstrip(), markup=False, highlight=False)
+    document = json.dumps(report.to_dict(), indent=2) + "\n"
+    if output == "json":
+        text = document
+    elif output == "markdown":
+        text = report_markdown(report)
+    else:
+        width = Console().width
+        text = report_text(report, width)
+        if report.error:
+            text += "\nthe program raised:\n" + "".join(
+                line + "\n" for raw in report.error.rstrip().splitlines() for line in split_long(raw, width))
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if report_path is None:
+        return code if code >= 0 else 128 - code
     try:
-        write_text_atomic(report_path, json.dumps(report.to_dict(), indent=2) + "\n")
+        write_text_atomic(report_path, document)
     except OSError as exc:  # its strerror: the exception names the temporary file, not the report
         print(f"sdpa-tui watch: error: could not write {report_path}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    console.print(f"wrote {report_path}")
+    print(f"wrote {report_path}", file=sys.stdout if output == "text" else sys.stderr)
     code = code if code >= 0 else 128 - code
     found = nonfinite_found(report) if fail_on_nonfinite and code == 0 else []
     for line in found:
         print(f"sdpa-tui watch: non-finite: {line}", file=sys.stderr)
     return EXIT_NONFINITE if found else code
 
+
+def split_long(line: str, width: int) -> list[str]:
+    """A traceback's line in pieces of ``width`` (its words as written: no rewrapping of code)."""
+    return [line[i:i + width] for i in range(0, len(line), width)] or [""]

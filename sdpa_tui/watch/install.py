@@ -1,4 +1,5 @@
-"""Watching a process: SDPA rebound to the wrapper, ``torch.compile`` and compiled graphs hooked, forks followed."""
+"""Watching a process: SDPA rebound to the wrapper, C++ paths to SDPA counted, ``torch.compile`` and compiled graphs
+hooked, forks followed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from .channel import StateSender
 from .compiled_graphs import watch_graphs
 from .fast_path import make_wrapper
 from .probe import Probe
+from .scripted_ops import script_as_op
+from .uninspected import watch_entry_points
 
 
 def _watch_compile(probe: Probe) -> None:
@@ -45,6 +48,8 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     probe.environment.read()  # the flags and variables as found at start, before the program's first line
     probe.original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
+    script_as_op(F.scaled_dot_product_attention, "aten::scaled_dot_product_attention")
+    watch_entry_points(probe.uninspected, probe.start_sending)
     probe.flag_state.watch_setters()
     _watch_compile(probe)
     watch_graphs(probe)

@@ -42,15 +42,29 @@ def is_own(filename: str) -> bool:
     return filename.startswith(_OWN_DIR)
 
 
+_PROGRAM_FILES: dict[str, str | None] = {}
+"""A frame's file → its short path, or None for a library's: read once per file (sampled calls walk the stack)."""
+
+
+def program_file(filename: str) -> str | None:
+    """The short path of a file of the program; None for torch's, sdpa-tui's and the model libraries'."""
+    try:
+        return _PROGRAM_FILES[filename]
+    except KeyError:
+        library = is_library(os.path.abspath(filename) if not filename.startswith("<") else filename)
+        short = _PROGRAM_FILES[filename] = None if library else short_path(filename)
+        return short
+
+
 def call_site(frame: FrameType | None) -> str:
     """``file:line`` of the first frame outside torch, sdpa-tui and the model libraries."""
     first_seen = None
     while frame is not None:
-        filename = frame.f_code.co_filename
         if first_seen is None:
             first_seen = frame
-        if not is_library(os.path.abspath(filename) if not filename.startswith("<") else filename):
-            return f"{short_path(filename)}:{frame.f_lineno}"
+        short = program_file(frame.f_code.co_filename)
+        if short is not None:
+            return f"{short}:{frame.f_lineno}"
         frame = frame.f_back
     if first_seen is not None:
         return f"{short_path(first_seen.f_code.co_filename)}:{first_seen.f_lineno}"

@@ -5,8 +5,10 @@ or running, or while the signature is still *wanted* (fewer than ``WANTED_SAMPLE
 first call finds its call site, module path, chosen backend and why-not reasons, is timed on the host (plan
 building, autotuning: shown apart) and, on CUDA, starts a profiler burst (``bursts.py``) in which each call's own
 kernels are read. The first ``MODULE_CALLS`` calls of a signature (and calls in bursts) also note the module that
-made them; on the CPU every ``TIME_EVERY``-th call is timed on the host; sampled calls have their output checked
-(``output_check.py``). A background thread reads finished bursts and sends the state to the parent twice a second.
+made them, and the first ones their call site; after those, every ``TIME_EVERY``-th call notes its site for
+``TIME_EVERY`` calls (per-site counts sampled: the report says so). On the CPU every ``TIME_EVERY``-th call is timed
+on the host; sampled calls have their output checked (``output_check.py``). A background thread reads finished
+bursts and sends the state to the parent twice a second.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from torch.autograd.profiler import record_function
 
 from ..core.call_signature import CallSignature
-from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState
+from ..core.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState, UninspectedCalls
 from ..core.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
 from . import choice, origin, output_check, repro
 from .bursts import KernelBursts
@@ -32,6 +34,7 @@ from .gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
 from .profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
 from .thread_signals import leave_signals_to_the_program
+from .uninspected import start_over
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -65,6 +68,7 @@ class Probe:
         self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
+        self.uninspected: list[UninspectedCalls] = []  # calls that reach SDPA inside C++ (uninspected.py)
 
     @property
     def entries(self) -> list[Entry]:
@@ -148,8 +152,8 @@ class Probe:
     def sampled_call(self, entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, check=True):
         """A call whose module is noted, timed on the host where that is its clock, its output checked if due."""
         count = entry.count
-        if count <= MODULE_CALLS or self.bursts.active:
-            entry.note_module(origin.module_path(origin.caller_frame(2)))
+        if count <= MODULE_CALLS or self.bursts.active or not count & (TIME_EVERY - 1):
+            self.note_origin(entry, count, origin.caller_frame(2))
         timed = count == 1 or not entry.cuda and (count <= TIME_FIRST or not count & (TIME_EVERY - 1))
         tap = None
         if entry.gradients is not None:  # its backward is watched: SDPA runs on views whose gradients are seen
@@ -182,6 +186,16 @@ class Probe:
         except Exception as exc:  # noqa: BLE001 - said in the check; the program goes on
             state.check.note = state.check.note or f"repro not saved: {type(exc).__name__}: {exc}"[:160]
             return ""
+
+    def note_origin(self, entry: Entry, count: int, frame) -> None:
+        """A sampled call's site and module: each of the first ``MODULE_CALLS`` calls counts at its site, later every
+        ``TIME_EVERY``-th stands for ``TIME_EVERY`` calls there; calls in a burst note their module only."""
+        if count <= MODULE_CALLS:
+            entry.note_site(origin.call_site(frame), 1)
+        elif not count & (TIME_EVERY - 1):
+            entry.note_site(origin.call_site(frame), TIME_EVERY)
+        if count <= MODULE_CALLS or self.bursts.active:
+            entry.note_module(origin.module_path(frame))
 
     def burst_tick(self) -> None:
         """On the calling thread: start a due burst, stop a finished one."""
@@ -221,6 +235,10 @@ class Probe:
         return compiled(*args, **kwargs)
 
     # -- the background thread ---------------------------------------------------------------
+    def start_sending(self) -> None:
+        """The background thread that sends the state, if this process has none yet (a first call starts it)."""
+        self._ensure_thread()
+
     def _ensure_thread(self) -> None:
         if self._thread_pid == os.getpid():
             return
@@ -273,6 +291,7 @@ class Probe:
             time_s=time.time(), captures=replace(self.bursts.captures), rank=self.rank.rank,
             local_rank=self.rank.local_rank, host=self.rank.host, environment=self.environment.start,
             environment_end=self.environment.end,
+            uninspected=[replace(u, sites=dict(u.sites), modules=list(u.modules)) for u in self.uninspected if u.count],
         )
 
     def send(self, final: bool = False) -> None:
@@ -280,7 +299,7 @@ class Probe:
             return
         self.rank.refresh()  # the state below reads it
         fingerprint = (tuple(e.count for e in self.entries), self.sink.readings, len(self.compiled), self.error,
-                       self.rank.rank, self.gradients.version)
+                       self.rank.rank, self.gradients.version, tuple(u.count for u in self.uninspected))
         if not final and fingerprint == self._last_sent:
             return
         self._last_sent = fingerprint
@@ -324,5 +343,6 @@ class Probe:
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
         self.flag_state.after_fork_in_child()
+        start_over(self.uninspected)
         if self.sender is not None:
             self.sender.reset_after_fork()

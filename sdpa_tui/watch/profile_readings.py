@@ -58,6 +58,13 @@ class Entry:
         if path and path not in modules:
             modules.append(path)
 
+    def note_site(self, site: str, calls: int) -> None:
+        """A noted call at ``site``, standing for ``calls`` calls (more than 1: sampled)."""
+        stats = self.stats
+        stats.sites[site] = stats.sites.get(site, 0) + calls
+        if calls > 1:
+            stats.sites_sampled = True
+
     def snapshot(self) -> CallStats:
         s = self.stats
         back = s.backward
@@ -67,7 +74,7 @@ class Entry:
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
             replace(s.check, backward=s.check.backward.copy() if s.check.backward else None), s.decomposed,
-            s.mask_strides,
+            s.mask_strides, dict(s.sites), s.sites_sampled,
         )
 
 

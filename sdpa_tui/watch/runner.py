@@ -18,9 +18,11 @@ from pathlib import Path
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
 from .channel import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
+from .script_files import unopenable_script
 
 STOP_GRACE_S = 5.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_BOOTSTRAP = "sdpa_tui.watch.bootstrap"
 _PYTHON_NAMES = ("python", "python3")
 _VALUE_OPTIONS = ("-W", "-X")
 
@@ -32,7 +34,7 @@ class CommandError(ValueError):
 def child_command(program: list[str], module: str | None = None) -> list[str]:
     """``python x.py a`` / ``x.py a`` / ``-m mod a`` → the interpreter running the bootstrap (told the
     interpreter's name as typed, which python's own messages use)."""
-    bootstrap = [sys.executable, "-m", "sdpa_tui.watch.bootstrap"]
+    bootstrap = [sys.executable, "-m", _BOOTSTRAP]
     if module:
         return bootstrap + ["-m", module, *program]
     if not program:
@@ -46,7 +48,7 @@ def child_command(program: list[str], module: str | None = None) -> list[str]:
                 options.append(rest.pop(0))
         if not rest or rest[0] in ("-c", "-"):
             raise CommandError("watch runs a script or a module (python x.py, python -m mod), not -c or stdin")
-        return [sys.executable, *options, "-m", "sdpa_tui.watch.bootstrap", "--as", head, *rest]
+        return [sys.executable, *options, "-m", _BOOTSTRAP, "--as", head, *rest]
     if head.endswith(".py"):
         return bootstrap + program
     if shutil.which(head) is None:
@@ -72,6 +74,16 @@ class WatchedProgram:
         self.interrupted = False
         self._extra_env: dict[str, str] = {}
         self.repro_dir = os.path.abspath(repro_dir)  # a call whose gradients are flagged is saved under it
+
+    def unopenable_script(self) -> str | None:
+        """Python's one line when the script cannot be opened (it would print it and exit 2), before anything runs."""
+        if _BOOTSTRAP not in self.command:
+            return None  # a launcher: its own processes say what they cannot open
+        rest = self.command[self.command.index(_BOOTSTRAP) + 1:]
+        name = sys.executable
+        if rest[:1] == ["--as"]:
+            name, rest = rest[1], rest[2:]
+        return None if rest[:1] == ["-m"] else unopenable_script(rest[0], name)
 
     def log_to(self, log) -> None:
         """The live UI's way: stdout and stderr into ``log`` (a file), unbuffered so it can be tailed;
@@ -180,7 +192,10 @@ class WatchedProgram:
             notes.extend(self.listener.errors[:3])
         notes.append(
             "calls made through torch.nn.functional.scaled_dot_product_attention looked up at call time are "
-            "counted; names bound before the program started and calls from C++ (nn.MultiheadAttention's fast "
-            "path) are not; every Python process the program starts is watched (fork, spawn, subprocess, torchrun)"
+            "counted and inspected; nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths (eval, "
+            "autograd off), which run SDPA inside C++, are counted apart (uninspected); not seen at all: names bound "
+            "before the program started, torch.ops.aten.scaled_dot_product_attention and the _scaled_dot_product_* "
+            "ops called directly, C++ extensions, and those fast paths inside a compiled graph; every Python process "
+            "the program starts is watched (fork, spawn, subprocess, torchrun)"
         )
         return build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)

@@ -1,8 +1,7 @@
-"""The Calls table as Rich renders it (headless ``watch --report``); plain text cells shared with the UI."""
+"""The cells and lines of a watched call that the headless report (``report_text.py``) and the live Calls view share:
+plain text, no widgets."""
 
 from __future__ import annotations
-
-from rich.table import Table
 
 from ..core.compiled_twins import graph_backend, mask_words
 from ..core.kernel_short_names import short_name
@@ -132,28 +131,6 @@ def per_rank_lines(row: CallRow) -> list[str]:
     if row.rank_note:
         lines.append(f"ranks differ: {row.rank_note}")
     return lines
-
-
-def calls_table(report: WatchReport) -> Table:
-    table = Table(title=f"SDPA calls of {' '.join(report.program)}", title_justify="left")
-    right = ("count", "GPU share", "fwd time", "bwd time", "first call")
-    ranked = any(row.ranks for row in report.rows)
-    names = ["call", "site", "modules", *(["ranks"] if ranked else []), "count", "GPU share", "backend", "fwd time",
-             "bwd time", "first call", "kernels"]
-    for name in names:
-        table.add_column(name, justify="right" if name in right else "left")
-    for row in report.rows:
-        table.add_row(
-            row.signature.describe() + (" [compiled]" if row.compiled else ""), row.site, modules_cell(row),
-            *([ranks_cell(row)] if ranked else []),
-            count_cell(row), share_cell(row), backend_cell(row), time_cell(row), backward_cell(row),
-            first_call_cell(row), kernels_cell(row, report.kernels_note),
-        )
-    return table
-
-
-def why_not_lines(row: CallRow) -> list[str]:
-    return [f"{backend_label(name)}: {reason}" for name, reason in row.why_not.items()]
 
 
 def footnotes(report: WatchReport) -> list[str]:
