@@ -1,6 +1,6 @@
 """Screenshots of ``sdpa-tui watch``: a real program watched, its Calls view, then the lab after ``t``.
 
-    python3 scripts/watch_screenshots.py --device cuda --out screenshots/ --tag h100
+    python3 scripts/watch_screenshots.py --device cuda --out docs/screenshots/ --tag h100
 
 Runs tests/watch_programs/steady.py on ``--device`` under the real app (the real lab engine),
 waits until its calls have times (and, on a GPU, kernels), saves the Calls view, presses ``t``
@@ -123,7 +123,7 @@ async def shoot_compiled(device: str, out: Path, tag: str, size: tuple[int, int]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--tag", default="gpu")
     parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
     parser.add_argument("--only", choices=("compiled",), help="take only this screenshot")
