@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from screenshots import wait_until  # noqa: E402
+
 from sdpa_tui.ui.watch_launch import make_watch_app  # noqa: E402
 from sdpa_tui.watch.runner import WatchedProgram  # noqa: E402
 
