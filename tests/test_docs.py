@@ -82,16 +82,31 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     assert command in (REPO / ".ci" / "run").read_text()
 
 
-RELATIVE_LINK = re.compile(r"\]\((?!https?://|#)([^)\s#]+)(?:#[^)\s]*)?\)")
+RELATIVE_LINK = re.compile(r"\]\((?!https?://|#)([^)\s#]+)(?:#([^)\s]*))?\)")
+HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
+
+
+def anchors_of(page: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub and the site (mkdocs.yml's slugify) make them."""
+    from pymdownx.slugs import slugify
+
+    slug = slugify(case="lower")
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)  # a '# ' line in a code block
+    return {slug(heading.replace("`", "").replace("**", ""), "-") for heading in HEADING.findall(text)}
 
 
 @pytest.mark.parametrize("document", ["README.md", "CHANGELOG.md"])
-def test_the_links_outside_the_site_point_at_files_of_the_repository(document: str) -> None:
+def test_the_links_outside_the_site_point_at_files_and_headings_of_the_repository(document: str) -> None:
     """The site's pages are checked by the strict build; these two are read on GitHub, outside it."""
     links = RELATIVE_LINK.findall((REPO / document).read_text())
     assert links, f"{document} links no file"
-    missing = [target for target in links if not (REPO / target).exists()]
+    missing = [target for target, _ in links if not (REPO / target).exists()]
     assert not missing, f"{document} links files that are not there: {missing}"
+    if importlib.util.find_spec("pymdownx") is None:
+        return  # the anchors are checked where the test extra (mkdocs-material) is installed
+    broken = [f"{target}#{anchor}" for target, anchor in links
+              if anchor and anchor not in anchors_of(REPO / target)]
+    assert not broken, f"{document} links headings that are not there: {broken}"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
