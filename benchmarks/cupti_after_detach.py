@@ -1,6 +1,6 @@
 """Does a training step stay slower after a profiler window, once CUPTI is detached? An in-process A/B.
 
-Across processes the H100 host's step time moves by ±10 % (docs/watch-truth.md), more than the 2 % to be shown.
+Across processes the H100 host's step time moves by ±10 % (docs/lab-notes/watch-truth.md), more than the 2 % to be shown.
 Here each process times N steps of a transformers Llama (truth.py's config), then either does nothing for a
 second (``control``), or runs one torch.profiler window of 16 steps and stops it with ``TEARDOWN_CUPTI=1``
 as watch does between windows (``detach``), or without it (``attached``, Kineto's default), and times N steps

@@ -1,6 +1,6 @@
 """On a GPU: truth.py's padded Llama call (bf16, left padding of 64 in sequence 0) under each backend, against
 float64 MATH, with the error split between query rows that have a key to attend to and rows whose every key is
-masked. Prints a table; used to read an output check that failed (docs/watch-truth.md)."""
+masked. Prints a table; used to read an output check that failed (docs/lab-notes/watch-truth.md)."""
 
 import torch
 import torch.nn.functional as F

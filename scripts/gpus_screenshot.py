@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from screenshots import wait_until  # noqa: E402
+
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.gpu_compare import parse_devices  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402

@@ -1,6 +1,6 @@
 """Take the README's screenshots from the real app on this machine (GPU or CPU).
 
-    python3 scripts/screenshots.py --device cuda --out screenshots/
+    python3 scripts/screenshots.py --device cuda --out docs/screenshots/
 
 Runs the real engine, waits for live numbers, and saves SVG screens: the default view,
 Flash's flag off, and an fp32 workload (where Flash and cuDNN are not eligible).
@@ -66,7 +66,7 @@ async def shoot(device: str, out: Path, size: tuple[int, int], tag: str) -> list
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--out", default="screenshots")
+    parser.add_argument("--out", default="docs/screenshots")
     parser.add_argument("--width", type=int, default=140)
     parser.add_argument("--height", type=int, default=45)
     parser.add_argument("--tag", default=None, help="file name suffix (default: the device)")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CPU test suite against another torch, in a venv of its own (about 5 GB: torch's CUDA wheels from PyPI;
 # 1.5 minutes to install on the 2-core development VM, 2026-11-26):
-#   bash scripts/torch_range.sh floor             # the oldest torch pyproject.toml allows (the README's test command)
-#   bash scripts/torch_range.sh newest            # the newest torch on PyPI (the README's test command too): a
+#   bash scripts/torch_range.sh floor             # the oldest torch pyproject.toml allows (CI, after the README's
+#                                                 # test command)
+#   bash scripts/torch_range.sh newest            # the newest torch on PyPI (CI too): a
 #                                                 # pip constraints file that caps torch is set aside for this venv
 #   bash scripts/torch_range.sh 2.11.0            # a given release
 #   bash scripts/torch_range.sh 2.11.0 tests/test_watch_cpu.py   # some tests only

@@ -1,6 +1,6 @@
 """Screenshots of ``sdpa-tui watch``: a real program watched, its Calls view, then the lab after ``t``.
 
-    python3 scripts/watch_screenshots.py --device cuda --out screenshots/ --tag h100
+    python3 scripts/watch_screenshots.py --device cuda --out docs/screenshots/ --tag h100
 
 Runs tests/watch_programs/steady.py on ``--device`` under the real app (the real lab engine),
 waits until its calls have times (and, on a GPU, kernels), saves the Calls view, presses ``t``
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from screenshots import wait_until  # noqa: E402
+
 from sdpa_tui.ui.watch_launch import make_watch_app  # noqa: E402
 from sdpa_tui.watch.runner import WatchedProgram  # noqa: E402
 
@@ -123,7 +124,7 @@ async def shoot_compiled(device: str, out: Path, tag: str, size: tuple[int, int]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--tag", default="gpu")
     parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
     parser.add_argument("--only", choices=("compiled",), help="take only this screenshot")

@@ -1,5 +1,5 @@
 """The engine's prewarm: the GPU's primary context and cuDNN's libraries beside torch's import, skipped where it
-cannot run (its gain is measured on a GPU: docs/gpu-measurements.md)."""
+cannot run (its gain is measured on a GPU: docs/lab-notes/gpu-measurements.md)."""
 
 from __future__ import annotations
 

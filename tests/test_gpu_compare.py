@@ -108,7 +108,7 @@ def test_clock_falls_back_where_there_is_no_device_clock() -> None:
 
 
 def test_a_gpu_slow_only_on_the_eager_clock_is_named_on_it() -> None:
-    # measured on two H200s (docs/gpus.md, 2026-11-26): GPU 1 time-sliced with a neighbour whose queue never empties
+    # measured on two H200s (docs/lab-notes/gpus.md, 2026-11-26): GPU 1 time-sliced with a neighbour whose queue never empties
     results = [GpuResult(0, "NVIDIA H200", "cuDNN", CUDNN, 480.5, 487.6, 494.1),
                GpuResult(1, "NVIDIA H200", "cuDNN", CUDNN, 506.8, 497.9, 1465.7)]
     (out,) = find_outliers(results)

@@ -24,7 +24,7 @@ def test_each_call_in_a_window_gets_the_kernel_launched_inside_it():
     for call in reading.ranged:
         assert call.backend == "EFFICIENT_ATTENTION" and call.backward is None
         assert [a.name.split("(")[0] for a in call.activities] == ["fmha_cutlassF_bf16_aligned_32x128_gmem_sm80"]
-    # torch.profiler on the same program gave 69.8 µs per call (docs/watch-truth.md)
+    # torch.profiler on the same program gave 69.8 µs per call (docs/lab-notes/watch-truth.md)
     assert 65 < statistics.median(c.kernel_us for c in reading.ranged[1:]) < 75
     assert reading.gpu_us >= sum(c.kernel_us for c in reading.ranged)
 

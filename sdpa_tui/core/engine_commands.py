@@ -32,7 +32,7 @@ class Configure:
 
 ENGINE_MEMORY_MIB = 1024.0
 """The live monitor's default ``recycle_growth_mib`` (``--engine-memory-mib``): on a GPU, torch
-keeps host memory for good (docs/gpu-measurements.md), and a fresh engine gets it back."""
+keeps host memory for good (docs/lab-notes/gpu-measurements.md), and a fresh engine gets it back."""
 
 
 @dataclass(frozen=True)

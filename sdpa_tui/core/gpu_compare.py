@@ -5,7 +5,7 @@ median time on one of the three clocks is more than ``threshold`` above the medi
 others: same code, slower silicon (throttled, shared, a lower clock, a bad link), which is what
 ``--devices all`` is for. Every clock is judged: on two H200s, a GPU time-sliced with a
 neighbour whose queue never empties kept its kernel and GPU/call times (each replay sample fits
-in one of its slices) while its eager calls took 2.97x the other GPU's (docs/gpus.md).
+in one of its slices) while its eager calls took 2.97x the other GPU's (docs/lab-notes/gpus.md).
 """
 
 from __future__ import annotations

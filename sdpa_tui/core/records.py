@@ -214,7 +214,7 @@ class EngineError:
 @dataclass(frozen=True)
 class Recycling:
     """The engine exits to be replaced by a fresh one: its host memory grew by more than the
-    configured allowance, memory only a new process gets back (docs/faults.md)."""
+    configured allowance, memory only a new process gets back (docs/lab-notes/faults.md)."""
 
     TYPE: ClassVar[str] = "recycling"
     rss_mib: float

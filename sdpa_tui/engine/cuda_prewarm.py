@@ -1,6 +1,6 @@
 """Work the engine's first number waits for, started before ``import torch`` and done beside it.
 
-On the H100 (docs/gpu-measurements.md, 2026-11-26) the first number came 0.5-1.1 s after the engine's
+On the H100 (docs/lab-notes/gpu-measurements.md, 2026-11-26) the first number came 0.5-1.1 s after the engine's
 ``import torch`` ended: CUDA's start and the GPU's primary context (0.4 s), and on a fresh machine cuDNN's
 libraries read from disk by the first SDPA call (0.55 s more than on a warm one). Both can run while torch
 imports, which is Python's work on one core:
@@ -14,7 +14,7 @@ imports, which is Python's work on one core:
 
 Neither changes what is measured, and each is skipped where it cannot run (a CPU engine, no ``cuda-bindings``,
 no driver, libraries elsewhere): torch then does the same work itself, as it did before. Measured on an H100
-(docs/gpu-measurements.md, "The prewarm" and "The cold start"): CUDA's start after the import fell from 0.30-0.46 s
+(docs/lab-notes/gpu-measurements.md, "The prewarm" and "The cold start"): CUDA's start after the import fell from 0.30-0.46 s
 to 0.02 s; the readahead's gain is small and within the runs' spread (after a dropped cache the pick's first call took
 0.18-0.21 s with it, 0.23-0.26 without, on an H100).
 """

@@ -7,7 +7,7 @@ profiler's bursts, which start seconds later (CUPTI's first session costs 6.5 s 
 the H100). On the H100 (torch 2.11, 2026-11-25, ``scripts/diag_graph_kernels.py``) the names, grid,
 block and shared memory equalled torch.profiler's for every backend at three shapes; registers
 equalled for every attention kernel, GEMM and softmax, and read 2-6 lower than CUPTI's for 12 small
-elementwise kernels of MATH (``docs/gpu-measurements.md``, "Kernels named from the CUDA graph").
+elementwise kernels of MATH (``docs/lab-notes/gpu-measurements.md``, "Kernels named from the CUDA graph").
 
 Where ``cuda-bindings`` is missing or any driver call fails, the answer is ``()``: the panels wait
 for the profiler's burst, as before.

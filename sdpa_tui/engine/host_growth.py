@@ -1,6 +1,6 @@
 """How much the engine's host memory grew, less what first uses loaded (``--engine-memory-mib``).
 
-On the H100 (2026-11-23 soak, docs/faults.md) the timing engine's RSS stepped up the first time
+On the H100 (2026-11-23 soak, docs/lab-notes/faults.md) the timing engine's RSS stepped up the first time
 it ran something it had not run before (causal +12 to +42 MiB, a new dtype +95 MiB, fwd+bwd +53
 MiB: the kernels and libraries loaded on first use) and stayed flat while it ran a workload
 again. Those steps are paid once per process: a fresh engine pays them again, so

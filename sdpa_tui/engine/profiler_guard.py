@@ -5,7 +5,7 @@ enables the profiler through two functions of ``torch.autograd.profiler`` (emit_
 emit_itt enable it through the second). ``install`` wraps both to count their calls; nothing
 else changes. The engine reports the count in ``EngineHealth``: kernel capture belongs to the
 profiler process, and a CUDA graph replayed in a process where CUPTI was loaded keeps host
-memory (docs/gpu-measurements.md).
+memory (docs/lab-notes/gpu-measurements.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ and its fd 1 and fd 2 pointed at a capture file. It answers each :class:`Capture
 with a :class:`KernelCapture`: fresh inputs of the same workload, the same backend forced as
 the engine forces it, a warm-up, a ``torch.profiler`` burst, the trace parsed. Every
 profiler session (Kineto, CUPTI) and what it keeps lives here; the engine's CUDA graphs are
-captured and replayed in a process that never loaded CUPTI (docs/gpu-measurements.md).
+captured and replayed in a process that never loaded CUPTI (docs/lab-notes/gpu-measurements.md).
 
 It exits after ``--idle-exit-s`` without a request, on :class:`Shutdown`, when the engine
 goes away, and after a failed burst on a GPU (its CUDA context may be poisoned).

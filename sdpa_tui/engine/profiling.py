@@ -2,7 +2,7 @@
 
 Runs only in the profiler process (``profiler_process.py``), never in the timing engine: a
 CUDA graph captured in a process where CUPTI was loaded keeps host memory on every replay
-(docs/gpu-measurements.md, "Engine host memory")."""
+(docs/lab-notes/gpu-measurements.md, "Engine host memory")."""
 
 from __future__ import annotations
 

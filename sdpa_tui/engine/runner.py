@@ -113,7 +113,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
 
     def _check_growth(self) -> None:
         """Stop, to be replaced, once host memory grew past the allowance: a safety net, since
-        only a new process gets back what torch keeps (docs/faults.md). What a workload's first
+        only a new process gets back what torch keeps (docs/lab-notes/faults.md). What a workload's first
         use loads is not growth (``HostGrowth``): a fresh engine would load it again."""
         allowance = self.config.recycle_growth_mib if self.config else 0.0
         now = time.monotonic()

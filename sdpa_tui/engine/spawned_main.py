@@ -5,7 +5,7 @@ what the parent defined there can be unpickled. Run as ``python -m sdpa_tui``, t
 ``__main__`` and the child skips it; run as ``sdpa-tui``, the command pip installs, it is that command's script,
 and every engine imported ``sdpa_tui.cli`` and all the command line imports before its own, on its way to importing
 torch, at every start and restart of an engine (0.01-0.16 s on H100s, about 0.1 s on the project's CPU machine:
-docs/gpu-measurements.md).
+docs/lab-notes/gpu-measurements.md).
 
 :func:`spawn_children_without_the_script` tells multiprocessing that this command's main module is the package's
 ``__main__``, which it is: the script only calls the same ``main``. Nothing is changed for any other main module (a

@@ -35,7 +35,7 @@ PHASES = {
     "all_graph_kernels": "every running backend's kernels named from its graph's nodes (each panel names its kernels)",
     "all_kernel_captures": "every running backend had its first kernel capture (full panels)",
 }
-"""Every phase name the engine marks, with what ends it (docs/gpu-measurements.md)."""
+"""Every phase name the engine marks, with what ends it (docs/lab-notes/gpu-measurements.md)."""
 
 
 class StartupClock:

@@ -2,7 +2,7 @@
 
 Kineto leaves CUPTI attached to the process after a trace (pytorch#146604), and every kernel launch
 pays for it from then on: a host-bound transformers Llama step ran about 20 % slower for the rest
-of the run on the H100 (``docs/watch-truth.md``). With ``TEARDOWN_CUPTI=1`` in the environment when
+of the run on the H100 (``docs/lab-notes/watch-truth.md``). With ``TEARDOWN_CUPTI=1`` in the environment when
 a trace stops, Kineto detaches it: a thread of its own waits for the next CUDA runtime call and
 calls ``cuptiFinalize`` from inside it. A window that starts before that has happened races the
 teardown (a short program with windows in quick succession hung on the H100). So:

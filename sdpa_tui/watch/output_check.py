@@ -4,7 +4,7 @@ times. A NaN or Inf in the output is flagged at once. The reference is computed 
 query heads of one key/value head, a band of query rows) of at most ``BLOCK_BYTES`` of float64 scores, so a real
 shape is checked without the float64 score matrix of the whole call in memory. Query rows whose every key is
 masked are not compared: backends disagree there (float64 MATH writes 0; cuDNN wrote values up to 0.19 on the
-H100, docs/watch-truth.md), and the check says how many there were and the largest value written on them.
+H100, docs/lab-notes/watch-truth.md), and the check says how many there were and the largest value written on them.
 
 The program's results never change: its output tensor is returned untouched and the reference is computed on
 detached float64 copies, under ``no_grad``. A call with dropout is not checked (its random mask cannot be
@@ -24,7 +24,7 @@ MAX_CHECKS = 8
 BLOCK_BYTES = {"cuda": 256 << 20, "cpu": 64 << 20}  # float64 scores and their softmax, per block of the reference
 MAX_SCORES = {"cuda": 1 << 33, "cpu": 1 << 25}
 """The most query-key scores one check computes: float64 runs at a fraction of a GPU's low-precision rate and
-far slower on a CPU (watch_check_cost.py measures what a check costs; docs/watch-truth.md)."""
+far slower on a CPU (watch_check_cost.py measures what a check costs; docs/lab-notes/watch-truth.md)."""
 TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
 """Largest max |out - ref| / max |ref| that passes: above the lab's measured errors of every backend at the
 dtype (H100, torch 2.11, tests/fixtures/reports/h100-torch2.11: fp16 at most 3.3e-4 in report-small.json, bf16

@@ -2,7 +2,7 @@
 
 The export must happen before the next window starts: a Kineto result exported after another
 profiler session has started comes back with every GPU and runtime record untimed (ts and dur 0;
-seen on the H100 with torch 2.11, CUDA 13.0: ``docs/watch-truth.md``), so
+seen on the H100 with torch 2.11, CUDA 13.0: ``docs/lab-notes/watch-truth.md``), so
 :class:`bursts.KernelBursts` exports the last window before it starts the next. The reading itself runs in
 a helper process (``core/window_reading.py``), off the program's GIL.
 

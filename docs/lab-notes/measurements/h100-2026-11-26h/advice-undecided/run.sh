@@ -1,6 +1,6 @@
 set -u
 # prev: the commit before a3e5927 (git archive a3e5927~1 sdpa_tui | tar -x -C prev); now: a3e5927. Run on the GPU
-# machine from the checkout root with .whl carried (docs/measurements/h100-2026-11-26h, eleventh session).
+# machine from the checkout root with .whl carried (docs/lab-notes/measurements/h100-2026-11-26h, eleventh session).
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
 mkdir -p $OUT/r
 for i in 1 2; do
