@@ -118,8 +118,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                 flex_specs[i] = FlexSpec(workload, row.signature.device)
     started = time.monotonic()
     for device, items in by_device.items():
-        say(f"sdpa-tui watch: measuring the alternatives of {len({i for i, *_ in items})} signature(s) on {device}, "
-            "after the program exited")
+        say(f"sdpa-tui watch: measuring alternatives: {len({i for i, *_ in items})} signature(s) on {device}")
         measured: dict[int, tuple[Session, list[str]]] = {}
         rewrites: dict[int, list[Rewrite]] = {}
         codes = {i: dict(rewrite_codes(w)) for i, variant, w, _ in items if not variant}
