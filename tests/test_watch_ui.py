@@ -319,3 +319,36 @@ async def test_every_rows_count_backend_time_and_best_are_on_screen_and_long_mod
             assert "…" in module and len(module) <= app.calls.module_width < len(whole)
             assert whole.startswith(module.split("…")[0]) and whole.endswith(module.split("…")[1])
             assert f"modules {whole}" in str(app.calls.query_one("#call-detail").render())
+
+
+class BusyHostProgram(TwoModelsProgram):
+    """Still running on a host busy beyond it: most of the Flash row's calls ran meanwhile, none of the Math row's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.exit_code = None
+        self.states[0].calls[1].contended_calls = 1000
+
+    def report(self, exit_code):
+        report = super().report(exit_code)
+        report.contention = "the CPUs were busy beyond the program: tasks waited for a core 45% of the time"
+        return report
+
+
+async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_path, monkeypatch):
+    """Issue 36, item 7: the Calls view had no contention flag (the lab's header has one)."""
+    monkeypatch.chdir(tmp_path)
+    Path("busy.log").write_text("")
+    app, _ = watch_app(BusyHostProgram(), "busy.log")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
+        await settle(pilot)
+        assert "HOST BUSY: the CPUs were busy beyond the program" in " ".join(widget_text(app, "#watch-banner").split())
+        table = app.calls.query_one(DataTable)
+        times = {app.calls.rows[k].backend: str(table.get_cell(k, "time")) for k in app.calls._order}
+        assert times == {"FLASH_ATTENTION": "14.0 µs cpu*", "MATH": "24.0 µs cpu"}
+        flash = app.calls._order.index(next(k for k, r in app.calls.rows.items() if r.backend == "FLASH_ATTENTION"))
+        table.move_cursor(row=flash)
+        await settle(pilot)
+        detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
+        assert "busy 1,000 of its 1,234 calls (81%) ran while the host was busy beyond the program" in detail

@@ -32,6 +32,12 @@ KERNEL_CLOCK = ("kernel time: the summed CUPTI durations of the kernels, memsets
                 "program's GPU time in the profiled windows")
 
 
+CONTENDED_SHARE = 0.1
+"""A row whose calls ran on a host busy beyond the program this often or more is marked: its times may read high."""
+CONTENDED_MARK = "*"
+"""Follows a time measured while the host was busy beyond the program."""
+
+
 def backend_label(name: str | None) -> str:
     """``FLASH_ATTENTION`` → ``Flash``, ``FLEX_ATTENTION`` → ``FlexAttention``; unknown names pass through."""
     if name is None:
@@ -92,6 +98,17 @@ class CallRow:
     decomposed: bool = False  # compiled: MATH chosen at the trace, run as the compiler's own ops (no SDPA kernel)
     eager_twin: EagerTwin | None = None  # compiled: eager calls of the same modules with another backend or mask
     mask_strides: tuple[int, ...] | None = None  # compiled: the mask's strides in the graph
+    contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
+
+    @property
+    def contended(self) -> bool:
+        """Enough of its calls ran on a busy host that its times may read high."""
+        return self.contended_calls > 0 and self.contended_calls >= CONTENDED_SHARE * self.count
+
+    @property
+    def time_mark(self) -> str:
+        """Follows its time where that was measured while the host was busy beyond the program."""
+        return CONTENDED_MARK if self.contended and (self.kernel_us or self.host_us) else ""
 
     @property
     def backward_us(self) -> float | None:
@@ -136,6 +153,7 @@ class CallRow:
             "ranks": list(self.ranks), "per_rank": {str(r): c.to_dict() for r, c in self.per_rank.items()},
             "rank_note": self.rank_note or None, "decomposed": self.decomposed,
             "eager_twin": self.eager_twin.to_dict() if self.eager_twin else None,
+            "contended_calls": self.contended_calls, "contended": self.contended,
         }
 
 
@@ -177,7 +195,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             share_of_gpu=profiled / profiled_gpu_us if profiled_gpu_us > 0 and profiled else None,
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
-            mask_strides=first.mask_strides,
+            mask_strides=first.mask_strides, contended_calls=sum(st.contended_calls for st in stats),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
@@ -204,6 +222,8 @@ class WatchReport:
     advice: list[SignatureAdvice | None] = field(default_factory=list)  # one per row, measured after the run
     run_advice: RunAdvice | None = None
     advice_note: str = ""  # when and how long the alternatives were measured, and what was not advised
+    contention: str = ""  # the host busy beyond the program now, in words (a running program)
+    contention_seen: str = ""  # its busiest interval over the run
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:
@@ -228,6 +248,7 @@ class WatchReport:
             },
             "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
             "environment": self.environment.to_dict() if self.environment else None,
+            "contention": self.contention_seen or None,
         }
 
 

@@ -113,6 +113,7 @@ class CallStats:
     check: OutputCheck = field(default_factory=OutputCheck)
     decomposed: bool = False  # compiled rows: SDPA chose MATH at the trace, the compiler runs it as its own ops
     mask_strides: tuple[int, ...] | None = None  # compiled rows: the mask's strides in the graph (0: expanded)
+    contended_calls: int = 0  # made while the host was busy beyond the program (counted by the parent, not sent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +126,7 @@ class CallStats:
             "backward": self.backward.to_dict() if self.backward else None, "modules": list(self.modules),
             "profiled_us": self.profiled_us, "compiled": self.compiled, "count_exact": self.count_exact,
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
+            "contended_calls": self.contended_calls,
         }
 
     @classmethod
@@ -142,6 +144,7 @@ class CallStats:
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
             check=OutputCheck.from_dict(d.get("check")), decomposed=bool(d.get("decomposed", False)),
             mask_strides=None if d.get("mask_strides") is None else tuple(int(x) for x in d["mask_strides"]),
+            contended_calls=int(d.get("contended_calls") or 0),
         )
 
 

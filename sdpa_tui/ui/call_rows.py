@@ -164,7 +164,7 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
         "share": share_cell(row),
         "backend": (CHECK_FAILED if row.check and row.check.ok is False else "")
         + elide_end(backend_cell(row) if row.backend or row.compiled else "none", BACKEND_WIDTH),
-        "time": time_cell(row),
+        "time": time_cell(row) + row.time_mark,
         "backward": backward_cell(row),
         "first": first_call_cell(row),
         "kernels": kernels_cell(row, "— (CPU)" if kernels_note == CPU_KERNELS_NOTE else kernels_note),
@@ -212,6 +212,7 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
         lines.append(f"backward {backend_label(back.backend) if back.backend else '?'} "
                      f"{summary_cell(back.kernel_us) or 'time not profiled yet'}")
         lines.append(f"  kernels {', '.join(short_name(k) for k in back.kernels) or '—'}")
+    lines += contention_lines(row)
     if row.first_call_us is not None:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
     lines += check_lines(row)
@@ -226,12 +227,21 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     return lines
 
 
+def contention_lines(row: CallRow) -> list[str]:
+    if not row.contended_calls:
+        return []
+    share = row.contended_calls / row.count if row.count else 0.0
+    return [f"busy    {row.contended_calls:,} of its {row.count:,} calls ({share:.0%}) ran while the host was busy "
+            f"beyond the program" + (f": its times may read high ({row.time_mark} in the table)" if row.time_mark else "")]
+
+
 def program_state(report: WatchReport, exit_code: int | None, stopped: bool) -> str:
     """One line: running for how long, or how it ended."""
     calls = sum(r.count for r in report.rows)
     seen = f"{len(report.rows)} signature{'s' * (len(report.rows) != 1)}, {calls:,} call{'s' * (calls != 1)}"
     if exit_code is None:
-        return f"running {report.duration_s:,.1f} s · {seen}"
+        busy = f" · HOST BUSY: {report.contention}" if report.contention else ""
+        return f"running {report.duration_s:,.1f} s · {seen}{busy}"
     how = "stopped by sdpa-tui" if stopped else "exited"
     if exit_code < 0:
         return f"{how}: killed by signal {-exit_code} after {report.duration_s:,.1f} s · {seen} (kept)"

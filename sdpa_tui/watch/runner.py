@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
 from .channel import HOOK_DIR, SOCKET_ENV, StateListener
+from .contention import ContendedCalls
 
 STOP_GRACE_S = 5.0
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -71,6 +72,7 @@ class WatchedProgram:
         self.ended: float | None = None
         self.interrupted = False
         self._extra_env: dict[str, str] = {}
+        self.contended = ContendedCalls()
 
     def log_to(self, log) -> None:
         """The live UI's way: stdout and stderr into ``log`` (a file), unbuffered so it can be tailed;
@@ -85,6 +87,7 @@ class WatchedProgram:
     def _on_state(self, state: ProcessState) -> None:
         with self._lock:
             self._states[state.pid] = state
+            self.contended.note(state, [*self._states, *([self.process.pid] if self.process else [])])
 
     def states(self) -> list[ProcessState]:
         with self._lock:
@@ -181,4 +184,8 @@ class WatchedProgram:
             "counted; names bound before the program started and calls from C++ (nn.MultiheadAttention's fast "
             "path) are not; every Python process the program starts is watched (fork, spawn, subprocess, torchrun)"
         )
-        return build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)
+        report = build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)
+        with self._lock:
+            report.contention = self.contended.now if exit_code is None else ""
+            report.contention_seen = self.contended.seen
+        return report

@@ -8,7 +8,14 @@ from ..core.compiled_twins import graph_backend, mask_words
 from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
 from ..core.units import duration
-from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.watch_report import (
+    CONTENDED_MARK,
+    KERNEL_CLOCK,
+    NOT_INTERCEPTED_NOTE,
+    CallRow,
+    WatchReport,
+    backend_label,
+)
 
 DECOMPOSED = "in the graph's kernels"
 """A compiled row whose MATH the compiler decomposed: its time is in the graph's own kernels, not separable."""
@@ -145,7 +152,7 @@ def calls_table(report: WatchReport) -> Table:
         table.add_row(
             row.signature.describe() + (" [compiled]" if row.compiled else ""), row.site, modules_cell(row),
             *([ranks_cell(row)] if ranked else []),
-            count_cell(row), share_cell(row), backend_cell(row), time_cell(row), backward_cell(row),
+            count_cell(row), share_cell(row), backend_cell(row), time_cell(row) + row.time_mark, backward_cell(row),
             first_call_cell(row), kernels_cell(row, report.kernels_note),
         )
     return table
@@ -163,6 +170,9 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    if any(r.time_mark for r in report.rows):
+        lines.append(f"{CONTENDED_MARK} measured while "
+                     f"{report.contention_seen or 'the host was busy beyond the program'}: those times may read high")
     lines.extend(check_lines(report))
     lines.extend(advice_lines(report))
     if report.environment is not None and report.environment.notes():

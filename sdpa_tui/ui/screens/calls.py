@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Log, Static
 
 from ...core.advice import SignatureAdvice
 from ...core.call_signature import CallSignature
-from ...core.watch_report import CallRow, WatchReport
+from ...core.watch_report import CONTENDED_MARK, CallRow, WatchReport
 from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,
@@ -158,6 +158,8 @@ class CallsScreen(Screen):
             return elide_middle(value, self.module_width)
         if value.startswith(CHECK_FAILED):  # its output check failed: the evidence is in the detail pane
             return Text(value, style="bold red")
+        if column == "time" and value.endswith(CONTENDED_MARK):  # measured on a busy host: the panel says how busy
+            return Text(value, style="yellow", justify="right")
         return Text(value, justify="right") if column in RIGHT_ALIGNED else value
 
     def _key(self, row: CallRow) -> str:
