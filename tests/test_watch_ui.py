@@ -232,7 +232,7 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
     from sdpa_tui.core.backends import Backend
     from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
 
-    def advisor(report, say=None):
+    def advisor(report, say=None, progress=None):
         lab = Session(Workload(dtype="fp32"))
         lab.apply(Dispatch(0, Backend.FLASH, ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), ""))
         for backend, us in ((Backend.MATH, 300.0), (Backend.FLASH, 100.0)):
@@ -352,3 +352,35 @@ async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_p
         await settle(pilot)
         detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
         assert "busy 1,000 of its 1,234 calls (81%) ran while the host was busy beyond the program" in detail
+
+
+async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkeypatch):
+    """Issue 36, item 6: signature i of n and the time left of the budget, above the table while ``b`` measures."""
+    import threading
+
+    from sdpa_tui.core.advice import AdviceProgress
+
+    seen, release = threading.Event(), threading.Event()
+
+    def advisor(report, say=None, progress=None):
+        progress(AdviceProgress(2, 5, "SDPA backends at [2, 8, 16, 32] fp32", 6.4))
+        seen.set()
+        assert release.wait(10)
+        report.advice = [None] * len(report.rows)
+
+    monkeypatch.chdir(tmp_path)
+    Path("shapes.log").write_text("")
+    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app.advisor = advisor
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
+        line = app.calls.query_one("#advice-progress")
+        assert not line.display
+        await pilot.press("b")
+        await settle(pilot, until=lambda: seen.is_set() and "signature 2 of 5" in widget_text(app, "#advice-progress"))
+        assert " ".join(widget_text(app, "#advice-progress").split()) == (
+            "measuring the alternatives: signature 2 of 5 (SDPA backends at [2, 8, 16, 32] fp32), 6 s left of the "
+            "budget")
+        release.set()
+        await settle(pilot, until=lambda: not line.display)
+        assert not line.display, "gone once the measuring ended"

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from .advice import RunAdvice, SignatureAdvice
+from .advice import AdviceProgress, RunAdvice, SignatureAdvice
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .dispatch_env import DispatchEnvironment
 from .flex_alternative import FLEX, FLEX_LABEL
+from .mask_forms import OTHER
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
@@ -99,6 +100,7 @@ class CallRow:
     eager_twin: EagerTwin | None = None  # compiled: eager calls of the same modules with another backend or mask
     mask_strides: tuple[int, ...] | None = None  # compiled: the mask's strides in the graph
     contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
+    mask_form: str = ""  # its mask as core/mask_forms names it, read at the first call ("": not read)
 
     @property
     def contended(self) -> bool:
@@ -139,6 +141,7 @@ class CallRow:
             "site": self.site, "module": self.module, "modules": list(self.modules),
             "q_shape": list(s.q_shape), "kv_shape": list(s.kv_shape), "dtype": s.dtype, "device": s.device,
             "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None,
+                     "form": self.mask_form or None,
                      **({"strides": list(self.mask_strides)} if self.mask_strides is not None else {})},
             "causal": s.causal, "dropout_p": s.dropout_p, "scale": s.scale, "gqa": s.gqa, "grad": s.grad,
             "flags": list(s.flags), "priority": list(s.priority), "compiled": self.compiled,
@@ -164,6 +167,12 @@ def _backward(items: list[CallStats]) -> BackwardRow | None:
     kernels = next((b.kernels for b in backs if b.kernels), [])
     backend = next((b.backend for b in backs if b.backend), None)
     return BackwardRow(backend, Summary.of(x for b in backs for x in b.kernel_us), tuple(kernels))
+
+
+def _one_form(forms: Iterable[str]) -> str:
+    """The processes' mask forms of one signature: theirs where they agree, ``other`` where they do not."""
+    found = set(forms)
+    return found.pop() if len(found) == 1 else OTHER if found else ""
 
 
 def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> list[CallRow]:
@@ -196,6 +205,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
             mask_strides=first.mask_strides, contended_calls=sum(st.contended_calls for st in stats),
+            mask_form=_one_form(st.mask_form for st in stats),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
@@ -292,6 +302,9 @@ def _who(state: ProcessState) -> str:
 class Advisor(Protocol):
     """Measures each row's alternatives after the program exited and fills ``report.advice`` (``commands/advise.py``,
     given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the engine it starts is above
-    their layers); ``say`` hears its progress; ``flex``: FlexAttention is measured too."""
+    their layers); ``say`` hears its messages and ``progress`` where it stands (an ``advice.AdviceProgress``; both on
+    stderr where neither is given); ``flex``: FlexAttention is measured too; ``budget_s``: how long it may take
+    (None: its default for the program's run)."""
 
-    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None: ...
+    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True,
+                 progress: Callable[[AdviceProgress], None] | None = None, budget_s: float | None = None) -> None: ...

@@ -47,6 +47,12 @@ class BackwardStats:
         return cls(d.get("backend"), _floats(d.get("kernel_us")), list(d.get("kernels", ())))
 
 
+OUTPUT_TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
+"""Largest max |out - ref| / max |ref| that passes: above the lab's measured errors of every backend at the
+dtype (H100, torch 2.11, tests/fixtures/reports/h100-torch2.11: fp16 at most 3.3e-4 in report-small.json, bf16
+at most 1.9e-3 in report-8k.json; fp32 leaves room for TF32 matmuls in MATH on a GPU)."""
+
+
 @dataclass
 class OutputCheck:
     """A signature's sampled output check (``watch/output_check.py``): calls compared with float64 MATH."""
@@ -114,6 +120,7 @@ class CallStats:
     decomposed: bool = False  # compiled rows: SDPA chose MATH at the trace, the compiler runs it as its own ops
     mask_strides: tuple[int, ...] | None = None  # compiled rows: the mask's strides in the graph (0: expanded)
     contended_calls: int = 0  # made while the host was busy beyond the program (counted by the parent, not sent)
+    mask_form: str = ""  # the first call's mask, as core/mask_forms names it ("": not read)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,7 +133,7 @@ class CallStats:
             "backward": self.backward.to_dict() if self.backward else None, "modules": list(self.modules),
             "profiled_us": self.profiled_us, "compiled": self.compiled, "count_exact": self.count_exact,
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
-            "contended_calls": self.contended_calls,
+            "contended_calls": self.contended_calls, "mask_form": self.mask_form,
         }
 
     @classmethod
@@ -144,7 +151,7 @@ class CallStats:
             eager_backend=d.get("eager_backend"), mask_causal=bool(d.get("mask_causal", False)),
             check=OutputCheck.from_dict(d.get("check")), decomposed=bool(d.get("decomposed", False)),
             mask_strides=None if d.get("mask_strides") is None else tuple(int(x) for x in d["mask_strides"]),
-            contended_calls=int(d.get("contended_calls") or 0),
+            contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
         )
 
 

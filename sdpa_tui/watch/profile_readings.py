@@ -65,7 +65,7 @@ class Entry:
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
             BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
-            replace(s.check), s.decomposed, s.mask_strides,
+            replace(s.check), s.decomposed, s.mask_strides, mask_form=s.mask_form,
         )
 
 

@@ -41,6 +41,8 @@ class CallsScreen(Screen):
     CallsScreen { layout: vertical; }
     #watch-banner { height: auto; max-height: 8; padding: 0 1; background: $panel; }
     #watch-banner.-failed { background: $error 30%; }
+    #advice-progress { height: auto; max-height: 3; padding: 0 1; background: $accent 30%; display: none; }
+    #advice-progress.-shown { display: block; }
     #calls-table { height: 2fr; min-height: 5; }
     #calls-lower { height: 3fr; min-height: 8; }
     #call-detail-box { width: 3fr; border: round $primary; border-title-style: bold; }
@@ -60,6 +62,9 @@ class CallsScreen(Screen):
     """The module column's widest cell: what the terminal leaves after the leading columns (``call_rows.LEADING``);
     longer module paths are elided in the middle (the selected-call panel has them whole)."""
 
+    advice_progress: reactive[str] = reactive("", init=False)
+    """Where the alternatives' measuring (``b``) stands, one line above the table while it runs ("" otherwise)."""
+
     def __init__(self, program: str, log_path: str) -> None:
         super().__init__(id="calls")
         self.program = program
@@ -76,6 +81,7 @@ class CallsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(f"starting · watching {self.program}", id="watch-banner")
+        yield Static("", id="advice-progress")
         table = DataTable(id="calls-table", cursor_type="row", zebra_stripes=True)
         self._add_columns(table)
         yield table
@@ -126,6 +132,11 @@ class CallsScreen(Screen):
             table.add_row(*(self._cell(column, self._cells[key][column]) for column, _ in COLUMNS), key=key)
         if selected in self._order:
             table.move_cursor(row=self._order.index(selected), animate=False)
+
+    def watch_advice_progress(self, text: str) -> None:
+        line = self.query_one("#advice-progress", Static)
+        line.set_class(bool(text), "-shown")
+        line.update(Text(text))
 
     def watch_module_width(self) -> None:
         if self._order:
