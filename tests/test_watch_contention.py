@@ -56,8 +56,9 @@ def test_the_host_is_busy_beyond_the_program_only_while_others_use_the_cpus_and_
     proc.set(busy=int(3.6 * TICKS), waited_us=850_000, program=int(2.6 * TICKS))
     other = host.read([PROGRAM])
     assert other.busy and other.others_cores == pytest.approx(1.0, abs=0.02)
-    assert other.note() == ("the CPUs were busy beyond the program: tasks waited for a core 45% of the time, "
-                            "other processes used 1.0 cores")
+    assert other.note() == ("the CPUs were busy beyond the program (tasks waited for a core 45% of the time, "
+                            "other processes used 1.0 cores)")
+    assert other.short() == "tasks waited 45%, others used 1.0 cores"
     # others ran but nothing waited: a host with cores to spare
     proc.t += 1.0
     proc.set(busy=int(5.6 * TICKS), waited_us=860_000, program=int(3.6 * TICKS))
@@ -82,7 +83,8 @@ def test_calls_made_while_busy_are_counted_per_signature_and_marked_in_the_repor
     proc.t += 1.0
     proc.set(busy=int(3.0 * TICKS), waited_us=550_000, program=int(1.5 * TICKS))
     busy = arrive(70)
-    assert busy.calls[0].contended_calls == 40 and "busy beyond the program" in ledger.now
+    assert busy.calls[0].contended_calls == 40 and ledger.now == "tasks waited 50%, others used 1.5 cores"
+    assert "the CPUs were busy beyond the program (tasks waited for a core 50%" in ledger.seen
     report = build_report(["python", "p.py"], 0, [busy], 2.0)
     (row,) = report.rows
     assert row.contended and row.time_mark == "*"

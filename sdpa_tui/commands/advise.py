@@ -170,7 +170,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
 
         def on_step(step: SeriesProgress) -> None:
             i, variant, workload, _ = items[step.index]
-            told(i, f"{'SDPA backends' if not variant else variant} at {workload.describe()}" if step.ready
+            told(i, f"{'SDPA backends' if not variant else 'rewrite ' + variant} at {workload.describe()}" if step.ready
                  else f"starting the lab's engine on {device}")
 
         try:

@@ -34,8 +34,12 @@ class BusyReading:
         """"" when the host is not busy beyond the program, else in words."""
         if not self.busy:
             return ""
-        return (f"the CPUs were busy beyond the program: tasks waited for a core {self.waited_pct:.0f}% of the time, "
-                f"other processes used {self.others_cores:.1f} cores")
+        return (f"the CPUs were busy beyond the program (tasks waited for a core {self.waited_pct:.0f}% of the time, "
+                f"other processes used {self.others_cores:.1f} cores)")
+
+    def short(self) -> str:
+        """The same in a few words, for a banner: "" when not busy."""
+        return f"tasks waited {self.waited_pct:.0f}%, others used {self.others_cores:.1f} cores" if self.busy else ""
 
 
 class HostBusy:

@@ -44,7 +44,7 @@ LEADING = ("site", "count", "backend", "time", "best", "saving")
 SITE_WIDTH = 22
 BACKEND_WIDTH = 22
 """The longest site and backend cells (elided; the selected-call panel has them whole)."""
-MODULE_WIDTH = (12, 60)
+MODULE_WIDTH = (8, 60)
 """The module column's narrowest and widest: between them, what the terminal leaves after the leading columns."""
 CELL_PADDING = 2
 """A DataTable column's padding (one cell each side)."""
@@ -241,7 +241,7 @@ def program_state(report: WatchReport, exit_code: int | None, stopped: bool) -> 
     calls = sum(r.count for r in report.rows)
     seen = f"{len(report.rows)} signature{'s' * (len(report.rows) != 1)}, {calls:,} call{'s' * (calls != 1)}"
     if exit_code is None:
-        busy = f" · HOST BUSY: {report.contention}" if report.contention else ""
+        busy = f" · HOST BUSY beyond the program: {report.contention}" if report.contention else ""
         return f"running {report.duration_s:,.1f} s · {seen}{busy}"
     how = "stopped by sdpa-tui" if stopped else "exited"
     if exit_code < 0:

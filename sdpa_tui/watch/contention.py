@@ -27,8 +27,8 @@ class ContendedCalls:
 
     @property
     def now(self) -> str:
-        """The latest interval, in words, where it was busy."""
-        return self.reading.note() if self.reading else ""
+        """The latest interval, in a few words, where it was busy."""
+        return self.reading.short() if self.reading else ""
 
     def note(self, state: ProcessState, program_pids: Iterable[int]) -> None:
         """Count ``state``'s new calls against the latest reading and write each call's ``contended_calls``."""
