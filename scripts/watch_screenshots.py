@@ -8,7 +8,9 @@ on the busiest call, waits for the lab's numbers and saves the lab. Quitting sto
 tests/watch_programs/advised_context.py (a call kept on a slower backend) is watched until it exits,
 ``b`` measures the alternatives, and the Calls view with its advice is saved (``watch-advice-TAG.svg``).
 With ``--only compiled``: tests/watch_programs/compiled_mask.py's compiled row beside its eager twin
-(``watch-compiled-TAG.svg``).
+(``watch-compiled-TAG.svg``). With ``--only widths``: tests/watch_programs/models_mix.py (a Llama with GQA and a
+padded batch, a GPT-2, an nn.MultiheadAttention) watched live, its Calls view at each of ``WIDTHS``
+(``watch-calls-WxH-TAG.svg``, the terminal resized between them).
 """
 
 from __future__ import annotations
@@ -121,16 +123,47 @@ async def shoot_compiled(device: str, out: Path, tag: str, size: tuple[int, int]
     return path
 
 
+WIDTHS = ((120, 40), (100, 30), (80, 24))
+
+
+async def shoot_widths(device: str, out: Path, tag: str) -> list[Path]:
+    log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "models_mix.log")
+    python = shutil.which("python3")
+    python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
+    watched = WatchedProgram([python, "tests/watch_programs/models_mix.py", "120"])
+    saved = []
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path, device)
+        async with app.run_test(size=WIDTHS[0]) as pilot:
+            def timed() -> bool:
+                rows = list(app.calls.rows.values()) if app.calls else []
+                return len(rows) == 3 and all(r.time_us is not None for r in rows)
+
+            if not await wait_until(timed, 180):
+                print("warning: the three calls did not all get times within 180 s", file=sys.stderr)
+            for width, height in WIDTHS:
+                await pilot.resize_terminal(width, height)
+                await pilot.pause(1.5)
+                saved.append(Path(app.save_screenshot(f"watch-calls-{width}x{height}-{tag}.svg", str(out))))
+            await pilot.press("q")
+    return saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--tag", default="gpu")
     parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
-    parser.add_argument("--only", choices=("compiled",), help="take only this screenshot")
+    parser.add_argument("--only", choices=("compiled", "widths"), help="take only these screenshots")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     width, height = (int(x) for x in args.size.split("x"))
+    if args.only == "widths":
+        for path in asyncio.run(shoot_widths(args.device, args.out, args.tag)):
+            print(path)
+        return 0
     if args.only == "compiled":
         print(asyncio.run(shoot_compiled(args.device, args.out, args.tag, ADVICE_SIZE)))
         return 0

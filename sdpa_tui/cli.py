@@ -251,10 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_app(args, workload, backends, started)
 
 
-def _advise(report, say=None, flex: bool = True) -> None:
+def _advise(report, say=None, flex: bool = True, progress=None, budget_s: float | None = None) -> None:
     from .commands.advise import measure_advice  # starts an engine process per device
 
-    measure_advice(report, say, flex)
+    measure_advice(report, say, flex, progress, budget_s)
 
 
 def _run_watch_ui(watched, advisor=None) -> int:

@@ -8,7 +8,8 @@ from test_watch_advice import lab
 
 from sdpa_tui.core.advice import advise, run_advice
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.flex_alternative import FLEX, FlexCost, FlexSpec, flex_alternative, flex_code, refusal
+from sdpa_tui.core.flex_alternative import FLEX, FlexCost, FlexSpec, flex_alternative, flex_code, flex_spec, refusal
+from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
 from sdpa_tui.core.watch_report import backend_label
 from sdpa_tui.core.workload import Workload
 
@@ -21,20 +22,22 @@ def cost(eager: list[float], compile_s: float = 7.5) -> FlexCost:
 
 
 def test_flexattention_faster_beyond_noise_is_the_best_change_and_says_it_leaves_sdpa():
-    workload = Workload(dtype="fp32", mask="causal")
-    flex = flex_alternative(cost([40.0, 41, 39, 40, 42, 38]), workload)
+    spec = flex_spec(Workload(dtype="fp32", mask="causal"), "cpu", CAUSAL)
+    flex = flex_alternative(cost([40.0, 41, 39, 40, 42, 38]), spec)
     advice = advise(lab({Backend.MATH: MATH_US}), "MATH", outside=[flex])
     assert advice.best is flex.alternative and advice.best.leaves_sdpa and advice.saving_us_per_call == 60.0
     assert advice.best.to_dict()["leaves_sdpa"] is True and advice.best.eager_us == 40.0
-    assert "the first call of a shape compiles (here 7.5 s)" in advice.best.code
+    assert advice.best.code == spec.code, "the code shown is the text the measuring ran"
+    assert advice.best.first_call_s == 7.5 and advice.best.to_dict()["first_call_s"] == 7.5
     top = run_advice([("q[1,8,512,64]", 10, advice)]).top
     assert top[0]["to"] == FLEX and top[0]["variant"] == "flex_attention" and top[0]["saving_us"] == 600.0
     assert backend_label(FLEX) == "FlexAttention"
 
 
 def test_flexattention_within_noise_or_slower_is_listed_but_not_advised():
-    slower = flex_alternative(cost([180.0, 181, 179, 180, 182, 178]), Workload(dtype="fp32"))
-    noisy = flex_alternative(cost([97.0, 107, 88, 101, 93, 99]), Workload(dtype="fp32"))
+    spec = flex_spec(Workload(dtype="fp32"), "cpu", NONE)
+    slower = flex_alternative(cost([180.0, 181, 179, 180, 182, 178]), spec)
+    noisy = flex_alternative(cost([97.0, 107, 88, 101, 93, 99]), spec)
     for flex in (slower, noisy):
         advice = advise(lab({Backend.MATH: [100.0, 110, 90, 105, 95, 100]}), "MATH", outside=[flex])
         assert advice.best is None and flex.alternative in advice.alternatives
@@ -46,15 +49,16 @@ def test_flexattention_has_no_backward_on_the_cpu_and_says_so():
 
 
 def test_a_spec_and_a_cost_round_trip_through_json():
-    spec = FlexSpec(Workload(heads=8, kv_heads=2, mask="padding"), "cuda:1")
+    spec = flex_spec(Workload(heads=8, kv_heads=2, mask="padding"), "cuda:1", CAUSAL_KEY_PADDING)
     assert FlexSpec.from_dict(spec.to_dict()) == spec
-    measured = FlexCost((1.0, 2.0), (0.5,), 0.4, 1e-3, 12.5, 4.2, "a note")
+    measured = FlexCost((1.0, 2.0), (0.5,), 0.4, 1e-3, 12.5, 4.2, "a note", 3e-7)
     assert FlexCost.from_dict(measured.to_dict()) == measured
 
 
-@pytest.mark.parametrize("mask, gqa", [("causal", False), ("padding", True)])
-def test_the_code_given_runs_and_gives_sdpas_output(mask, gqa):
-    """The advice's lines, pasted where the SDPA call was, on a key-padding mask and GQA too."""
+@pytest.mark.parametrize("form, gqa", [(CAUSAL, False), (KEY_PADDING, True), (CAUSAL_KEY_PADDING, True)])
+def test_the_code_given_runs_and_gives_sdpas_output(form, gqa):
+    """The advice's lines, pasted where the SDPA call was: causal, key padding, and transformers' causal mask with
+    padding (issue 36, item 5: its code had no causal term), GQA too."""
     import torch
     import torch.nn.functional as F
 
@@ -66,10 +70,33 @@ def test_the_code_given_runs_and_gives_sdpas_output(mask, gqa):
     key_keep[0, 100:] = False
     scope = {"torch": torch, "q": q, "k": k, "v": v, "key_keep": key_keep}
     exec(flex_code(Workload(batch=batch, heads=heads, kv_heads=kv_heads, seq=seq, kv_seq=seq, head_dim=32,
-                            dtype="fp32", mask=mask)), scope)
-    sdpa = (dict(is_causal=True) if mask == "causal" else dict(attn_mask=key_keep[:, None, None, :]))
+                            dtype="fp32", mask="causal" if form == CAUSAL else "padding"), form), scope)
+    triangle = torch.ones(seq, seq, dtype=torch.bool).tril()
+    sdpa = {CAUSAL: dict(is_causal=True), KEY_PADDING: dict(attn_mask=key_keep[:, None, None, :]),
+            CAUSAL_KEY_PADDING: dict(attn_mask=key_keep[:, None, None, :] & triangle)}[form]
     expected = F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, **sdpa)
     torch.testing.assert_close(scope["out"], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_mask_no_mask_mod_here_expresses_gets_no_flexattention_code():
+    assert isinstance(flex_spec(Workload(mask="padding"), "cpu", OTHER), str)
+    assert "not read" in flex_spec(Workload(mask="padding"), "cpu", "")
+    assert "(q_idx >= kv_idx) & key_keep[b, kv_idx]" in flex_spec(Workload(mask="padding"), "cpu",
+                                                                   CAUSAL_KEY_PADDING).code
+
+
+def test_code_whose_output_differs_from_the_calls_is_not_offered():
+    """Correct by construction: the measuring runs the spec's code on inputs with the call's mask form and compares
+    its output with SDPA's call before timing it. The code once offered for transformers' causal mask with padding
+    (key padding alone) differs there, and is refused; the code written for that form passes."""
+    from sdpa_tui.engine.flex_cost_client import measure_flex
+
+    workload = Workload(batch=2, heads=2, kv_heads=1, seq=64, kv_seq=64, head_dim=16, dtype="fp32", mask="padding")
+    right = flex_spec(workload, "cpu", CAUSAL_KEY_PADDING)
+    wrong = FlexSpec(workload, "cpu", CAUSAL_KEY_PADDING, flex_code(workload, KEY_PADDING))
+    (refused, why), (offered, _) = measure_flex([wrong, right], 300)
+    assert refused is None and "differs from the call's SDPA output" in why and "not offered" in why, why
+    assert offered is not None and offered.matched < 1e-5 and offered.error < 1e-5
 
 
 def test_the_measuring_process_times_flexattention_at_the_labs_workload_and_answers_each_spec():
@@ -79,10 +106,10 @@ def test_the_measuring_process_times_flexattention_at_the_labs_workload_and_answ
     from sdpa_tui.engine.flex_cost_client import measure_flex
 
     small = dict(batch=1, heads=2, kv_heads=1, seq=64, kv_seq=64, head_dim=16, dtype="fp32")
-    specs = [FlexSpec(Workload(**small, mask="padding"), "cpu"),
-             FlexSpec(Workload(**small, direction="fwd+bwd"), "cpu"),
-             FlexSpec(Workload(**small), "no-such-device"),
-             FlexSpec(Workload(**small, mask="causal"), "cpu")]
+    specs = [flex_spec(Workload(**small, mask="padding"), "cpu", KEY_PADDING),
+             flex_spec(Workload(**small, direction="fwd+bwd"), "cpu", NONE),
+             flex_spec(Workload(**small), "no-such-device", NONE),
+             flex_spec(Workload(**small, mask="causal"), "cpu", CAUSAL)]
     (padded, why), (backward, refused), (bad, failed), (causal, _) = measure_flex(specs, 300)
     assert why == "" and len(padded.eager_us) >= MIN_SAMPLES and all(t > 0 for t in padded.eager_us)
     assert padded.error < 1e-5 and padded.compile_s > 0 and padded.gpu_us == () and padded.kernel_us is None
@@ -103,10 +130,10 @@ def test_on_a_gpu_flexattention_gets_the_labs_three_clocks():
     from sdpa_tui.core.stats import Summary
     from sdpa_tui.engine.flex_cost_client import measure_flex
 
-    spec = FlexSpec(Workload(batch=4, heads=16, kv_heads=16, seq=2048, kv_seq=2048, head_dim=128, dtype="bf16",
-                             mask="causal"), "cuda")
-    backward = FlexSpec(Workload(batch=2, heads=8, kv_heads=2, seq=1024, kv_seq=1024, head_dim=64, dtype="bf16",
-                                 mask="padding", direction="fwd+bwd"), "cuda")
+    spec = flex_spec(Workload(batch=4, heads=16, kv_heads=16, seq=2048, kv_seq=2048, head_dim=128, dtype="bf16",
+                              mask="causal"), "cuda", CAUSAL)
+    backward = flex_spec(Workload(batch=2, heads=8, kv_heads=2, seq=1024, kv_seq=1024, head_dim=64, dtype="bf16",
+                                  mask="padding", direction="fwd+bwd"), "cuda", CAUSAL_KEY_PADDING)
     (fwd, why), (fwd_bwd, why_bwd) = measure_flex([spec, backward], 600)
     assert fwd is not None and fwd_bwd is not None, (why, why_bwd)
     for measured in (fwd, fwd_bwd):

@@ -616,3 +616,45 @@ def test_the_sweep_says_where_a_backends_gradients_turn_nonfinite_or_its_error_j
     row = changed(points[2]).to_dict()
     assert row["nonfinite"] == ["dq"] and row["grad_error"] is None
     assert "nonfinite" in CSV_COLUMNS and "dq" in sweep_csv([points[2]]).splitlines()[1]
+
+
+# ------------------------------------------------------------------ crossovers beyond the spread (issue 36, item 10)
+def spread_pt(seq, backend, eager, low, high) -> SweepPoint:
+    """MADE-UP: a CPU point, its eager median and the 10th and 90th percentiles of its samples."""
+    return SweepPoint(seq, backend, "ok", eager_us=eager, eager_spread=(low, high))
+
+
+def test_a_crossover_from_points_whose_spreads_overlap_is_not_claimed():
+    """Under contention the in-TUI sweep said "Math overtakes Flash at seq 256" from one noisy point: Math's median
+    under Flash's there, each spread over the other's."""
+    points = [spread_pt(128, F, 10.0, 9.5, 10.5), spread_pt(128, M, 20.0, 19.0, 21.0),
+              spread_pt(256, F, 40.0, 18.0, 90.0), spread_pt(256, M, 35.0, 30.0, 80.0)]
+    found = crossovers(points)
+    assert not any("overtakes" in line for line in found), found
+    medians_only = [SweepPoint(p.seq, p.backend, "ok", eager_us=p.eager_us) for p in points]
+    assert any("Math overtakes Flash at seq 256" in line for line in crossovers(medians_only)), \
+        "the medians alone would claim it"
+
+
+def test_an_order_that_flips_at_one_length_and_back_at_the_next_is_one_noisy_point_not_two_crossovers():
+    points = [spread_pt(128, F, 10.0, 9.5, 10.5), spread_pt(128, M, 20.0, 19.0, 21.0),
+              spread_pt(256, F, 90.0, 88.0, 92.0), spread_pt(256, M, 40.0, 39.0, 41.0),  # every sample slowed
+              spread_pt(512, F, 60.0, 58.0, 62.0), spread_pt(512, M, 150.0, 140.0, 160.0)]
+    assert not any("overtakes" in line for line in crossovers(points))
+
+
+def test_a_crossover_beyond_the_spread_is_claimed_between_the_lengths_where_the_order_is_clear():
+    points = [spread_pt(128, F, 30.0, 29.0, 31.0), spread_pt(128, M, 20.0, 19.0, 21.0),
+              spread_pt(256, F, 40.0, 35.0, 45.0), spread_pt(256, M, 41.0, 38.0, 44.0),  # within the spread
+              spread_pt(512, F, 60.0, 58.0, 62.0), spread_pt(512, M, 150.0, 140.0, 160.0),
+              spread_pt(1024, F, 120.0, 118.0, 122.0), spread_pt(1024, M, 600.0, 590.0, 610.0)]
+    overtakes = [line for line in crossovers(points) if "overtakes" in line]
+    assert overtakes == ["Flash overtakes Math at seq 512 (eager/call 60.0 µs vs 150.0 µs; "
+                         "at seq 128: 30.0 µs vs 20.0 µs)"]
+
+
+def test_a_point_keeps_the_spread_of_its_samples():
+    sweep = Sweep(sweep_workloads(BASE, (512,)), (F,))
+    (point,) = sweep.add(made_up_session(sweep.workloads[0], {F: ("ok", 100.0, 4.0)}).rows())
+    assert point.gpu_spread == (100.0, 100.0) and point.eager_spread == (300.0, 300.0)
+    assert json.loads(json.dumps(point.to_dict()))["gpu_spread"] == [100.0, 100.0]

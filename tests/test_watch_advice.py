@@ -93,7 +93,8 @@ def test_watch_advises_the_faster_kernel_for_a_call_kept_on_math_on_the_cpu(tmp_
     flex = next(a for a in call["alternatives"] if a["variant"] == "flex_attention")
     assert flex["backend"] == "FLEX_ATTENTION" and flex["leaves_sdpa"] is True and flex["gpu_us"] is None
     assert flex["eager_us"] > 0 and flex["error"] < 1e-5, "the block mask gives SDPA's output (fp32, no mask here)"
-    assert "flex(q, k, v)" in flex["code"] and "the first call of a shape compiles (here" in flex["code"]
+    assert "flex(q, k, v)" in flex["code"] and "the first call of a shape compiles" in flex["code"]
+    assert flex["first_call_s"] > 0, "the compile time apart, not in the code"
 
 
 def test_no_advice_measures_nothing(tmp_path):
@@ -271,3 +272,89 @@ def test_a_compiled_call_is_measured_not_advised_and_the_cost_of_the_graphs_othe
     assert run_advice([("compiled", 10, advice)]).top == [], "nothing compiled among the changes to make"
     same = compiled_advice(measured, "MATH")
     assert same.note == "compiled: measured, not advised (a change inside a compiled graph is not measured here)"
+
+
+def test_a_calls_mask_form_is_read_as_an_alternative_needs_it():
+    """Issue 36, item 5: transformers' causal mask with padding was measured and coded as key padding alone."""
+    import torch
+
+    from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
+    from sdpa_tui.watch.choice import mask_form
+
+    q, k = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 6, 8)
+    key_keep = torch.ones(2, 6, dtype=torch.bool)
+    key_keep[0, 4:] = False  # right padding
+    key_keep[1, :2] = False  # left padding: its first query rows keep no key
+    triangle = torch.ones(6, 6, dtype=torch.bool).tril()
+    both = triangle & key_keep[:, None, None, :]
+    lowest = torch.finfo(torch.float32).min
+    assert mask_form(None, q, k, False) == NONE and mask_form(None, q, k, True) == CAUSAL
+    assert mask_form(key_keep[:, None, None, :], q, k, False) == KEY_PADDING
+    assert mask_form(both, q, k, False) == CAUSAL_KEY_PADDING
+    assert mask_form(torch.zeros(both.shape).masked_fill(~both, lowest), q, k, False) == CAUSAL_KEY_PADDING, \
+        "transformers' float mask: 0 where kept, the dtype's lowest where not"
+    assert mask_form(triangle, q, k, False) == CAUSAL
+    per_head = both.expand(2, 4, 6, 6).clone()
+    per_head[0, 1, 5, 0] = False
+    assert mask_form(per_head, q, k, False) == OTHER, "differs between heads"
+    assert mask_form(torch.ones(6, 6, dtype=torch.bool).triu(), q, k, False) == OTHER
+    assert mask_form(torch.randn(2, 1, 6, 6), q, k, False) == OTHER, "an additive bias"
+    assert mask_form(key_keep[:, None, None, :], q, k, True) == OTHER, "a mask and is_causal together"
+
+
+def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(tmp_path):
+    """Issue 36, item 6: a 5.5 s program waited 38.3 s for its alternatives with one line on stderr. Here 5 signatures
+    and their rewrites get 2 s: each signature's own workload goes first; what was left is said; stderr (a pipe
+    here) has one line per step: signature i of n, and the time left of the budget."""
+    import re
+
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "shapes.py"), advice=True, flex=False, budget=2,
+                         timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    note = report["advice"]["note"]
+    assert "of a 2 s budget" in note and "the budget of 2 s ran out on cpu before" in note, note
+    assert "(--advice-budget SECONDS gives more)" in note
+    steps = [line for line in proc.stderr.splitlines() if "measuring the alternatives: signature" in line]
+    assert steps and re.search(r"signature 1 of 5 \(.+\), \d+ s left of the budget$", steps[0]), steps
+    assert len(steps) == len({re.sub(r", \d+ s left of the budget$", "", s) for s in steps}), "a line per step"
+    assert "\r" not in proc.stderr, "no in-place redrawing on a pipe"
+    assert report["calls"][0]["alternatives"], "the busiest signature's own workload first"
+    left = re.search(r"before (\d+) signature\(s\)", note)
+    unmeasured = sum(not c["alternatives"] for c in report["calls"])
+    assert unmeasured == (int(left.group(1)) if left else 0) and "rewrite(s) were measured" in note, note
+
+
+def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
+    import io
+
+    from sdpa_tui.commands.advice_progress import StderrProgress
+    from sdpa_tui.core.advice import AdviceProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    progress = StderrProgress(screen)
+    progress(AdviceProgress(1, 3, "SDPA backends at [1, 8, 512, 64] fp32", 9.6))
+    progress(AdviceProgress(2, 3, "SDPA backends at [1, 8, 1024, 64] fp32", 7.2))
+    progress.say("sdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)")
+    progress.clear()
+    text = screen.getvalue()
+    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends at [1, 8, 512, 64] " \
+           "fp32), 10 s left of the budget" in text
+    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 2 of 3" in text
+    assert text.endswith("\r\x1b[Ksdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)\n"), \
+        "a message clears the progress line first; nothing is left drawn at the end"
+    piped = io.StringIO()
+    progress = StderrProgress(piped)
+    for left in (9.0, 8.5, 8.0):  # one step, redrawn on a terminal: one line on a pipe
+        progress(AdviceProgress(1, 3, "SDPA backends", left))
+    assert piped.getvalue() == "sdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends), 9 s left " \
+                               "of the budget\n"
+
+
+def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
+    from sdpa_tui.commands.advise import default_budget_s
+
+    assert default_budget_s(5.5) == 10.0 and default_budget_s(400.0) == 100.0

@@ -26,13 +26,15 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def watch(tmp_path: Path, *program: str, timeout: float = 240, columns: int | None = None, advice: bool = False,
-          flex: bool = True) -> tuple[subprocess.CompletedProcess, dict]:
+          flex: bool = True, budget: float = 300) -> tuple[subprocess.CompletedProcess, dict]:
     """``watch --report`` run headless; ``columns``: the terminal width Rich's table is drawn for; ``advice``:
-    measure the alternatives after the program (off here unless asked: each costs an engine start); ``flex``:
-    FlexAttention among them (it compiles for seconds)."""
+    measure the alternatives after the program (off here unless asked: each costs an engine start) within
+    ``budget`` seconds (long: these tests check what is measured, not when it stops); ``flex``: FlexAttention among
+    them (it compiles for seconds)."""
     report = tmp_path / "calls.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), *([] if advice else ["--no-advice"]),
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report),
+         *(["--advice-budget", str(budget)] if advice else ["--no-advice"]),
          *([] if flex else ["--no-flex"]), "--", *program],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL,
         env={**ENV, "COLUMNS": str(columns)} if columns else ENV,

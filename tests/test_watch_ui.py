@@ -232,7 +232,7 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
     from sdpa_tui.core.backends import Backend
     from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
 
-    def advisor(report, say=None):
+    def advisor(report, say=None, progress=None):
         lab = Session(Workload(dtype="fp32"))
         lab.apply(Dispatch(0, Backend.FLASH, ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH", "CUDNN_ATTENTION"), ""))
         for backend, us in ((Backend.MATH, 300.0), (Backend.FLASH, 100.0)):
@@ -264,3 +264,124 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
         await settle(pilot, until=lambda: "code    with sdpa_kernel" in widget_text(app, "#call-detail"))
         detail = widget_text(app, "#call-detail")
         assert "alternatives (lab, eager clock" in detail and "best    Flash: saves 200.0 µs per call" in detail
+
+
+class TwoModelsProgram(RecordedProgram):
+    """A Llama and a GPT-2 of one signature (their rows merge, so the module cell names both), and a call from a
+    deeply nested module: module cells of about 90 characters (issue 36, item 2)."""
+
+    def __init__(self) -> None:
+        from sdpa_tui.core.call_signature import CallSignature
+        from sdpa_tui.core.watched_calls import CallStats
+
+        merged = CallSignature((2, 4, 16, 8), (2, 4, 16, 8), "torch.float32", "cpu", mask="bool", mask_shape=(2, 1, 16, 16))
+        nested = CallSignature((2, 4, 32, 8), (2, 2, 32, 8), "torch.float32", "cpu", causal=True, gqa=True)
+        modules = ["model.layers.0.self_attn", "model.layers.1.self_attn", "transformer.h.0.attn", "transformer.h.1.attn"]
+        deep = "encoder.blocks.0.mixer.attention_stack.layers.3.cross_attention_with_rotary_embeddings.core"
+        self.display = ["python", "two_models.py"]
+        self.exit_code = 0
+        self.states = [ProcessState(pid=10, calls=[
+            CallStats(merged, count=16, site="/home/user/project/two_models.py:57", module=modules[0], modules=modules,
+                      backend="MATH", host_us=[23.0, 25.0, 24.0]),
+            CallStats(nested, count=1234, site="/home/user/project/two_models.py:61", module=deep, modules=[deep],
+                      backend="FLASH_ATTENTION", host_us=[13.0, 15.0, 14.0]),
+        ])]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
+async def test_every_rows_count_backend_time_and_best_are_on_screen_and_long_modules_elided(size, tmp_path, monkeypatch):
+    """Issue 36, item 2: at 120x40 the view ended at ``q shape [``, at 80x24 only site and module showed."""
+    monkeypatch.chdir(tmp_path)
+    Path("two.log").write_text("")
+    app, _ = watch_app(TwoModelsProgram(), "two.log")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
+        await settle(pilot)
+        table_lines = widget_text(app, "#calls-table").splitlines()
+        assert all(len(line) <= size[0] for line in table_lines)
+        header = table_lines[0]
+        for heading in ("site", "count", "backend", "fwd time", "best (b)"):
+            assert heading in header, (heading, header)
+        rows = {line.split()[0]: line for line in table_lines[1:3]}
+        assert set(rows) == {"two_models.py:57", "two_models.py:61"}, table_lines
+        assert "16" in rows["two_models.py:57"].split() and "Math" in rows["two_models.py:57"]
+        assert "24.0 µs cpu" in rows["two_models.py:57"]
+        assert "1,234" in rows["two_models.py:61"].split() and "Flash" in rows["two_models.py:61"]
+        assert "14.0 µs cpu" in rows["two_models.py:61"]
+        assert header.index("best (b)") < size[0] - len("best (b)")
+        table = app.calls.query_one(DataTable)
+        for i in range(table.row_count):  # each module cell elided in the middle; the panel has the whole path
+            table.move_cursor(row=i)
+            await settle(pilot)
+            row = app.calls.selected_row()
+            module = str(table.get_cell_at((i, table.get_column_index("module"))))
+            whole = ", ".join(row.modules)
+            assert "…" in module and len(module) <= app.calls.module_width < len(whole)
+            assert whole.startswith(module.split("…")[0]) and whole.endswith(module.split("…")[1])
+            assert f"modules {whole}" in str(app.calls.query_one("#call-detail").render())
+
+
+class BusyHostProgram(TwoModelsProgram):
+    """Still running on a host busy beyond it: most of the Flash row's calls ran meanwhile, none of the Math row's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.exit_code = None
+        self.states[0].calls[1].contended_calls = 1000
+
+    def report(self, exit_code):
+        report = super().report(exit_code)
+        report.contention = "tasks waited 45%, others used 1.3 cores"
+        return report
+
+
+async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_path, monkeypatch):
+    """Issue 36, item 7: the Calls view had no contention flag (the lab's header has one)."""
+    monkeypatch.chdir(tmp_path)
+    Path("busy.log").write_text("")
+    app, _ = watch_app(BusyHostProgram(), "busy.log")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
+        await settle(pilot)
+        assert "HOST BUSY beyond the program: tasks waited 45%, others used 1.3 cores" in \
+            " ".join(widget_text(app, "#watch-banner").split())
+        table = app.calls.query_one(DataTable)
+        times = {app.calls.rows[k].backend: str(table.get_cell(k, "time")) for k in app.calls._order}
+        assert times == {"FLASH_ATTENTION": "14.0 µs cpu*", "MATH": "24.0 µs cpu"}
+        flash = app.calls._order.index(next(k for k, r in app.calls.rows.items() if r.backend == "FLASH_ATTENTION"))
+        table.move_cursor(row=flash)
+        await settle(pilot)
+        detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
+        assert "busy 1,000 of its 1,234 calls (81%) ran while the host was busy beyond the program" in detail
+
+
+async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkeypatch):
+    """Issue 36, item 6: signature i of n and the time left of the budget, above the table while ``b`` measures."""
+    import threading
+
+    from sdpa_tui.core.advice import AdviceProgress
+
+    seen, release = threading.Event(), threading.Event()
+
+    def advisor(report, say=None, progress=None):
+        progress(AdviceProgress(2, 5, "SDPA backends at [2, 8, 16, 32] fp32", 6.4))
+        seen.set()
+        assert release.wait(10)
+        report.advice = [None] * len(report.rows)
+
+    monkeypatch.chdir(tmp_path)
+    Path("shapes.log").write_text("")
+    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app.advisor = advisor
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
+        line = app.calls.query_one("#advice-progress")
+        assert not line.display
+        await pilot.press("b")
+        await settle(pilot, until=lambda: seen.is_set() and "signature 2 of 5" in widget_text(app, "#advice-progress"))
+        assert " ".join(widget_text(app, "#advice-progress").split()) == (
+            "measuring the alternatives: signature 2 of 5 (SDPA backends at [2, 8, 16, 32] fp32), 6 s left of the "
+            "budget")
+        release.set()
+        await settle(pilot, until=lambda: not line.display)
+        assert not line.display, "gone once the measuring ended"

@@ -10,10 +10,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..core import mask_forms
 from ..core.advice import (
     BF16_CODE,
     CAUSAL_CODE,
     HEAD_DIM_ALIGN,
+    AdviceProgress,
     Measured,
     Rewrite,
     SignatureAdvice,
@@ -28,14 +30,15 @@ from ..core.advice import (
 )
 from ..core.backends import ALL_BACKENDS
 from ..core.compiled_twins import cost_spec
-from ..core.flex_alternative import FlexSpec, flex_alternative
+from ..core.flex_alternative import FlexSpec, flex_alternative, flex_spec
 from ..core.session import Session
 from ..core.watch_lab import lab_workload
-from ..core.watch_report import WatchReport
+from ..core.watch_report import CallRow, WatchReport
 from ..core.workload import Workload, WorkloadError
 from ..engine.compiled_cost_client import measure_compiled
 from ..engine.flex_cost_client import measure_flex
-from ..engine.headless import EngineFailed, measure_series
+from ..engine.headless import EngineFailed, SeriesProgress, measure_series
+from .advice_progress import StderrProgress
 
 SECONDS_PER_SIGNATURE = 1.0
 """Each signature's workload is measured at least this long (and until every backend has its samples)."""
@@ -44,8 +47,16 @@ UNDECIDED_LONGEST_S = 6.0
 (``core.faster.undecided``) is measured on, up to this long: with a few samples, a few slowed by a busy machine
 decide (a 2-core VM running a soak beside the tests once gave no advice for a call Flash runs 3x faster)."""
 TIMEOUT_PER_SIGNATURE_S = 120.0
-FLEX_TIMEOUT_PER_SIGNATURE_S = 180.0
-"""FlexAttention compiles at its first call: 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
+ADVICE_BUDGET_S = 10.0
+ADVICE_BUDGET_SHARE = 0.25
+"""The alternatives are measured for about ``max(ADVICE_BUDGET_S, ADVICE_BUDGET_SHARE × the program's run)`` after it
+exited (``--advice-budget`` sets another): a 5.5 s program once waited 38.3 s for them, silent."""
+OVER_BUDGET_SHARE = 0.5
+"""Past the budget the workload under way ends once its backends have their samples, at most this share of the budget
+later (with fewer samples: the noise rule then advises nothing from it)."""
+FLEX_AT_LEAST_S = 5.0
+"""FlexAttention (and a compiled call alone) is not started with less of the budget left: it compiles at its first
+call, 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
 
 
 def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload]]:
@@ -68,23 +79,37 @@ def rewrite_codes(workload: Workload) -> list[tuple[str, str]]:
 
 
 def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: list[str],
-               describe: Callable[[int], str]) -> dict[int, Measured]:
-    """FlexAttention at each row's lab workload (one child process for all; equal workloads measured once)."""
+               describe: Callable[[int], str], timeout_s: float) -> dict[int, Measured]:
+    """FlexAttention at each row's lab workload (one child process for all; equal specs measured once): its code run
+    and compared with the call's output first (``engine/flex_cost.py``)."""
     if not specs:
         return {}
     unique = list(dict.fromkeys(specs.values()))
     say(f"sdpa-tui watch: measuring FlexAttention (compiled) at {len(unique)} workload(s)")
-    answers = dict(zip(unique, measure_flex(unique, FLEX_TIMEOUT_PER_SIGNATURE_S * len(unique))))
+    answers = dict(zip(unique, measure_flex(unique, timeout_s)))
     out = {}
     for i, spec in specs.items():
         cost, why = answers[spec]
         if cost is None:
-            notes.append(f"{describe(i)}: FlexAttention not measured: {why}")
+            notes.append(f"{describe(i)}: FlexAttention not offered: {why}")
         else:
-            out[i] = flex_alternative(cost, spec.workload)
+            out[i] = flex_alternative(cost, spec)
             if cost.note:
                 notes.append(f"{describe(i)}: FlexAttention {cost.note}")
     return out
+
+
+def call_mask_form(row: CallRow) -> str:
+    """The row's mask form; a call with no mask needs no reading of it."""
+    if row.mask_form:
+        return row.mask_form
+    return ("" if row.signature.mask != "none" else mask_forms.CAUSAL if row.signature.causal else mask_forms.NONE)
+
+
+def default_budget_s(run_s: float) -> float:
+    """The alternatives' measuring budget for a program that ran ``run_s``: :data:`ADVICE_BUDGET_S`, or
+    :data:`ADVICE_BUDGET_SHARE` of its run where that is longer."""
+    return max(ADVICE_BUDGET_S, ADVICE_BUDGET_SHARE * run_s)
 
 
 def _settled(report: WatchReport, items: list[tuple[int, str, Workload, list[str]]]) -> Callable[[int, Session], bool]:
@@ -96,10 +121,19 @@ def _settled(report: WatchReport, items: list[tuple[int, str, Workload, list[str
     return settled
 
 
-def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None:
-    """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went.
-    ``flex``: measure FlexAttention too (it leaves SDPA; it compiles for seconds per shape)."""
-    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True,
+                   progress: Callable[[AdviceProgress], None] | None = None, budget_s: float | None = None) -> None:
+    """Fill ``report.advice`` (one per row, None where there is none) and ``report.run_advice``; say how it went and,
+    to ``progress``, where it stands (both on stderr where neither is given). ``flex``: measure FlexAttention too (it
+    leaves SDPA; it compiles for seconds per shape). ``budget_s`` (:func:`default_budget_s` where None): past it, the
+    workload measured ends as soon as its backends have their samples (:data:`OVER_BUDGET_SHARE`), and nothing more
+    starts; what was left is said in the note. Each signature's own workload is measured before any rewrite, the busiest signature first."""
+    printer = StderrProgress() if say is None and progress is None else None
+    say = say or (printer.say if printer else (lambda text: print(text, file=sys.stderr, flush=True)))
+    progress = progress or printer or (lambda _: None)
+    budget = default_budget_s(report.duration_s) if budget_s is None else budget_s
+    started = time.monotonic()
+    deadline = started + budget
     advice: list[SignatureAdvice | None] = [None] * len(report.rows)
     notes: list[str] = []
     by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
@@ -115,18 +149,37 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         if not row.compiled:  # a rewrite inside a compiled graph is not what the graph would run: not measured
             items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
             if flex:
-                flex_specs[i] = FlexSpec(workload, row.signature.device)
-    started = time.monotonic()
+                spec = flex_spec(workload, row.signature.device, call_mask_form(row))
+                if isinstance(spec, str):
+                    notes.append(f"{row.signature.describe()}: FlexAttention not offered: {spec}")
+                else:
+                    flex_specs[i] = spec
+    numbers = {i: n for n, i in enumerate(sorted({i for items in by_device.values() for i, *_ in items}), 1)}
+
+    def told(i: int, what: str) -> None:
+        progress(AdviceProgress(numbers[i], len(numbers), what, deadline - time.monotonic()))
+
     for device, items in by_device.items():
-        say(f"sdpa-tui watch: measuring alternatives: {len({i for i, *_ in items})} signature(s) on {device}")
+        items.sort(key=lambda item: bool(item[1]))  # every signature's own workload before the rewrites
+        say(f"sdpa-tui watch: measuring alternatives: {len({i for i, *_ in items})} signature(s) on {device} "
+            f"(budget {budget:.0f} s)")
         measured: dict[int, tuple[Session, list[str]]] = {}
         rewrites: dict[int, list[Rewrite]] = {}
         codes = {i: dict(rewrite_codes(w)) for i, variant, w, _ in items if not variant}
+        done = 0
+
+        def on_step(step: SeriesProgress) -> None:
+            i, variant, workload, _ = items[step.index]
+            told(i, f"{'SDPA backends' if not variant else 'rewrite ' + variant} at {workload.describe()}" if step.ready
+                 else f"starting the lab's engine on {device}")
+
         try:
             for (i, variant, _, differences), session in zip(items, measure_series(
                     [w for _, _, w, _ in items], ALL_BACKENDS, device=device, duration_s=SECONDS_PER_SIGNATURE,
                     timeout_s=TIMEOUT_PER_SIGNATURE_S, settled=_settled(report, items),
-                    longest_s=UNDECIDED_LONGEST_S)):
+                    longest_s=UNDECIDED_LONGEST_S, on_progress=on_step, deadline=deadline,
+                    deadline_grace_s=OVER_BUDGET_SHARE * budget)):
+                done += 1
                 if variant:
                     rewrites.setdefault(i, []).append(Rewrite(variant, codes[i][variant], session,
                                                               exact=variant != "bf16"))
@@ -134,8 +187,20 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     measured[i] = (session, differences)
         except EngineFailed as exc:
             notes.append(f"the alternatives on {device} were not measured: {exc}")
-        flexed = flex_costs({i: spec for i, spec in flex_specs.items() if spec.device == device and i in measured},
-                            say, notes, lambda i: report.rows[i].signature.describe())
+        else:
+            if done < len(items):
+                left = items[done:]
+                notes.append(f"the budget of {budget:.0f} s ran out on {device} before "
+                             f"{_left_words(left)} (--advice-budget SECONDS gives more)")
+        device_flex = {i: spec for i, spec in flex_specs.items() if spec.device == device and i in measured}
+        if device_flex and deadline - time.monotonic() < FLEX_AT_LEAST_S:
+            notes.append(f"FlexAttention not measured: less than {FLEX_AT_LEAST_S:.0f} s of the budget of {budget:.0f} s "
+                         "was left for it to compile (--advice-budget SECONDS gives more)")
+            device_flex = {}
+        if device_flex:
+            told(next(iter(device_flex)), "FlexAttention: its code run, compared with the call's output, timed")
+        flexed = flex_costs(device_flex, say, notes, lambda i: report.rows[i].signature.describe(),
+                            max(1.0, deadline - time.monotonic()))
         for i, (session, differences) in measured.items():
             row = report.rows[i]
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
@@ -143,16 +208,31 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)
                 spec = cost_spec(row, row.eager_twin)
-                if spec is not None:
-                    say(f"sdpa-tui watch: compiling {row.signature.describe()} alone to measure it")
-                    cost, why = measure_compiled(spec, TIMEOUT_PER_SIGNATURE_S)
-                    if cost is not None:
-                        advice[i] = replace(advice[i], compiled_cost=cost)
-                    else:
-                        notes.append(f"{row.signature.describe()} [compiled]: not measured alone: {why}")
+                if spec is None:
+                    continue
+                if deadline - time.monotonic() < FLEX_AT_LEAST_S:
+                    notes.append(f"{row.signature.describe()} [compiled]: not measured alone: the budget ran out")
+                    continue
+                told(i, "the compiled call alone")
+                say(f"sdpa-tui watch: compiling {row.signature.describe()} alone to measure it")
+                cost, why = measure_compiled(spec, max(1.0, deadline - time.monotonic()))
+                if cost is not None:
+                    advice[i] = replace(advice[i], compiled_cost=cost)
+                else:
+                    notes.append(f"{row.signature.describe()} [compiled]: not measured alone: {why}")
+    if printer is not None:
+        printer.clear()
     report.advice = advice
     report.run_advice = run_advice(
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)
     advised = sum(a is not None for a in advice)
     report.advice_note = (f"alternatives measured after the program exited: {advised} signature(s), "
-                          f"{time.monotonic() - started:.1f} s" + (f"; {'; '.join(notes)}" if notes else ""))
+                          f"{time.monotonic() - started:.1f} s of a {budget:.0f} s budget"
+                          + (f"; {'; '.join(notes)}" if notes else ""))
+
+
+def _left_words(left: list[tuple[int, str, Workload, list[str]]]) -> str:
+    own = len({i for i, variant, *_ in left if not variant})
+    rewrites = sum(bool(variant) for _, variant, *_ in left)
+    parts = ([f"{own} signature(s)"] if own else []) + ([f"{rewrites} rewrite(s)"] if rewrites else [])
+    return " and ".join(parts) + " were measured"

@@ -38,11 +38,12 @@ class Alternative:
     code: str
     leaves_sdpa: bool = False
     exact: bool = True  # False: the change alters the numerics (a lower precision); listed, never advised as best
+    first_call_s: float | None = None  # what its first call of a shape costs once, apart (FlexAttention compiles)
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
                 "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
-                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact}
+                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s}
 
 
 @dataclass(frozen=True)
@@ -278,3 +279,22 @@ def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
     out.saving_us = sum(s["saving_us"] for s in savings)
     out.top = savings[:TOP]
     return out
+
+
+@dataclass(frozen=True)
+class AdviceProgress:
+    """Where the alternatives' measuring stands: ``signature`` (from 1) of ``signatures``, what is measured there,
+    and what is left of its time budget."""
+
+    signature: int
+    signatures: int
+    what: str
+    left_s: float
+
+    @property
+    def step(self) -> tuple[int, str]:
+        return self.signature, self.what
+
+    def line(self) -> str:
+        return (f"measuring the alternatives: signature {self.signature} of {self.signatures} ({self.what}), "
+                f"{max(0.0, self.left_s):.0f} s left of the budget")

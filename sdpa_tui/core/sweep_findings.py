@@ -78,7 +78,7 @@ def crossovers(points: Sequence[SweepPoint]) -> list[str]:
 
     In this order: which backend is fastest over which range of lengths (lengths where it is
     the only one that runs are said so); where two backends change places between two
-    neighbouring lengths at which both ran; the first length at which each backend ran out of
+    lengths at which both ran, beyond the spread of each point's samples (:func:`_overtakes`); the first length at which each backend ran out of
     memory or failed; the lengths at which a backend was not eligible. Times are on the GPU/call
     clock, or eager/call on the CPU.
     """
@@ -98,9 +98,13 @@ def crossovers(points: Sequence[SweepPoint]) -> list[str]:
         value = p.gpu_us if gpu else p.eager_us
         return value if value is not None and value > 0 else None
 
+    def spread_of(seq: int, backend: Backend) -> tuple[float, float] | None:
+        p = by[(seq, backend)]
+        return p.gpu_spread if gpu else p.eager_spread
+
     lines: list[str] = []
     lines += _fastest(seqs, backends, time_of, clock)
-    lines += _overtakes(seqs, backends, time_of, clock)
+    lines += _overtakes(seqs, backends, time_of, clock, spread_of)
     lines += _failures(seqs, backends, by)
     lines += _ineligible(seqs, backends, by)
     lines += accuracy_findings(seqs, backends, by)
@@ -167,24 +171,39 @@ def _fastest(seqs, backends, time_of, clock) -> list[str]:
     return lines
 
 
-def _overtakes(seqs, backends, time_of, clock) -> list[str]:
-    """Where two backends change places between neighbouring lengths at which both ran."""
+def _overtakes(seqs, backends, time_of, clock, spread_of) -> list[str]:
+    """Where two backends change places, beyond the spread of each point's samples: at a length where their
+    spreads overlap neither is ahead; a length where the order flips and flips back at the next is one noisy point
+    (a busy machine slows every sample of a point at once), not two crossovers."""
     found = []
     for i, a in enumerate(backends):
         for b in backends[i + 1:]:
-            common = [s for s in seqs if time_of(s, a) is not None and time_of(s, b) is not None]
-            for s1, s2 in zip(common, common[1:]):
-                before = time_of(s1, a) - time_of(s1, b)
-                after = time_of(s2, a) - time_of(s2, b)
-                if before == 0 or after == 0 or (before > 0) == (after > 0):
+            ahead = [(s, w) for s in seqs if (w := _ahead(s, a, b, time_of, spread_of)) is not None]
+            ahead = [x for j, x in enumerate(ahead)
+                     if not 0 < j < len(ahead) - 1 or x[1] in (ahead[j - 1][1], ahead[j + 1][1])
+                     or ahead[j - 1][1] != ahead[j + 1][1]]
+            for (s1, before), (s2, after) in zip(ahead, ahead[1:]):
+                if before is after:
                     continue
-                winner, loser = (a, b) if after < 0 else (b, a)
+                winner, loser = after, before
                 now = _pair(time_of(s2, winner), time_of(s2, loser))
                 then = _pair(time_of(s1, winner), time_of(s1, loser))
                 found.append((s2, ALL_BACKENDS.index(winner), ALL_BACKENDS.index(loser),
                               f"{winner.label} overtakes {loser.label} at seq {s2} "
                               f"({clock} {now[0]} µs vs {now[1]} µs; at seq {s1}: {then[0]} µs vs {then[1]} µs)"))
     return [text for *_, text in sorted(found)]
+
+
+def _ahead(seq, a, b, time_of, spread_of) -> Backend | None:
+    """Which of ``a`` and ``b`` is faster at ``seq``: beyond both spreads (one's 90th percentile under the other's
+    10th) where they were kept, else by the medians; None where both did not run, or neither is ahead."""
+    ta, tb = time_of(seq, a), time_of(seq, b)
+    if ta is None or tb is None or ta == tb:
+        return None
+    sa, sb = spread_of(seq, a), spread_of(seq, b)
+    if sa is None or sb is None:
+        return a if ta < tb else b
+    return a if sa[1] < sb[0] else b if sb[1] < sa[0] else None
 
 
 def _failures(seqs, backends, by) -> list[str]:

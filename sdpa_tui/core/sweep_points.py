@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from .backends import ALL_BACKENDS, Backend
 from .faster import Faster
 from .session import BackendRow
+from .stats import Summary
 from .status import Status
 from .workload import Workload
 
@@ -41,6 +42,8 @@ class SweepPoint:
     error: float | None = None  # the output's max |out - ref| / max |ref| against float64 MATH
     grad_error: float | None = None  # the worst of dq, dk, dv's (fwd+bwd), same measure
     nonfinite: tuple[str, ...] = ()  # which of out, dq, dk, dv held NaN or Inf
+    gpu_spread: tuple[float, float] | None = None  # GPU/call's 10th and 90th percentiles over the point's samples
+    eager_spread: tuple[float, float] | None = None  # eager/call's
 
     @property
     def ran(self) -> bool:
@@ -93,7 +96,15 @@ class SweepPoint:
             error=row.max_rel_error if ran else None,
             grad_error=max(row.grad_max_rel) if ran and row.grad_max_rel else None,
             nonfinite=tuple(row.nonfinite) if ran else (),
+            gpu_spread=_spread(row.gpu_us) if ran else None,
+            eager_spread=_spread(row.eager_us) if ran else None,
         )
+
+
+def _spread(summary: Summary | None) -> tuple[float, float] | None:
+    if summary is None or summary.p10 is None:
+        return None
+    return (summary.p10, summary.p90)
 
 
 class Sweep:

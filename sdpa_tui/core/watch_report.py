@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from .advice import RunAdvice, SignatureAdvice
+from .advice import AdviceProgress, RunAdvice, SignatureAdvice
 from .backends import ALL_BACKENDS
 from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .dispatch_env import DispatchEnvironment
 from .flex_alternative import FLEX, FLEX_LABEL
+from .mask_forms import OTHER
 from .module_paths import collapse
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .stats import Summary
@@ -30,6 +31,12 @@ NOT_INTERCEPTED_NOTE = (
 KERNEL_CLOCK = ("kernel time: the summed CUPTI durations of the kernels, memsets and copies launched inside "
                 "one call, first call excluded; share of GPU: this call's kernel time over all of the "
                 "program's GPU time in the profiled windows")
+
+
+CONTENDED_SHARE = 0.1
+"""A row whose calls ran on a host busy beyond the program this often or more is marked: its times may read high."""
+CONTENDED_MARK = "*"
+"""Follows a time measured while the host was busy beyond the program."""
 
 
 def backend_label(name: str | None) -> str:
@@ -94,6 +101,18 @@ class CallRow:
     mask_strides: tuple[int, ...] | None = None  # compiled: the mask's strides in the graph
     sites: tuple[tuple[str, int], ...] = ()  # every call site and its calls, the busiest first
     sites_sampled: bool = False  # the per-site counts are estimated from sampled calls
+    contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
+    mask_form: str = ""  # its mask as core/mask_forms names it, read at the first call ("": not read)
+
+    @property
+    def contended(self) -> bool:
+        """Enough of its calls ran on a busy host that its times may read high."""
+        return self.contended_calls > 0 and self.contended_calls >= CONTENDED_SHARE * self.count
+
+    @property
+    def time_mark(self) -> str:
+        """Follows its time where that was measured while the host was busy beyond the program."""
+        return CONTENDED_MARK if self.contended and (self.kernel_us or self.host_us) else ""
 
     @property
     def backward_us(self) -> float | None:
@@ -124,6 +143,7 @@ class CallRow:
             "site": self.site, "module": self.module, "modules": list(self.modules),
             "q_shape": list(s.q_shape), "kv_shape": list(s.kv_shape), "dtype": s.dtype, "device": s.device,
             "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None,
+                     "form": self.mask_form or None,
                      **({"strides": list(self.mask_strides)} if self.mask_strides is not None else {})},
             "causal": s.causal, "dropout_p": s.dropout_p, "scale": s.scale, "gqa": s.gqa, "grad": s.grad,
             "flags": list(s.flags), "priority": list(s.priority), "compiled": self.compiled,
@@ -139,6 +159,7 @@ class CallRow:
             "rank_note": self.rank_note or None, "decomposed": self.decomposed,
             "eager_twin": self.eager_twin.to_dict() if self.eager_twin else None,
             "sites": [{"site": site, "count": n} for site, n in self.sites], "sites_sampled": self.sites_sampled,
+            "contended_calls": self.contended_calls, "contended": self.contended,
         }
 
 
@@ -171,6 +192,10 @@ def merged_uninspected(states: Iterable[ProcessState]) -> list[UninspectedCalls]
                 into.sites[site] = into.sites.get(site, 0) + n
             into.modules.extend(m for m in calls.modules if m not in into.modules)
     return list(paths.values())
+def _one_form(forms: Iterable[str]) -> str:
+    """The processes' mask forms of one signature: theirs where they agree, ``other`` where they do not."""
+    found = set(forms)
+    return found.pop() if len(found) == 1 else OTHER if found else ""
 
 
 def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> list[CallRow]:
@@ -203,7 +228,8 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             calls_per_s=count / elapsed_s if elapsed_s else None, per_rank=(cells := per_rank(items)),
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
             mask_strides=first.mask_strides, sites=merged_sites(stats),
-            sites_sampled=any(st.sites_sampled for st in stats),
+            sites_sampled=any(st.sites_sampled for st in stats), contended_calls=sum(st.contended_calls for st in stats),
+            mask_form=_one_form(st.mask_form for st in stats),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)
@@ -231,6 +257,8 @@ class WatchReport:
     run_advice: RunAdvice | None = None
     advice_note: str = ""  # when and how long the alternatives were measured, and what was not advised
     uninspected: list[UninspectedCalls] = field(default_factory=list)  # calls that reached SDPA inside C++
+    contention: str = ""  # the host busy beyond the program now, in words (a running program)
+    contention_seen: str = ""  # its busiest interval over the run
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:
@@ -256,6 +284,7 @@ class WatchReport:
             "kernels_note": self.kernels_note or None, "error": self.error or None, "notes": list(self.notes),
             "environment": self.environment.to_dict() if self.environment else None,
             "uninspected": [u.to_dict() for u in self.uninspected],
+            "contention": self.contention_seen or None,
         }
 
 
@@ -300,6 +329,9 @@ def _who(state: ProcessState) -> str:
 class Advisor(Protocol):
     """Measures each row's alternatives after the program exited and fills ``report.advice`` (``commands/advise.py``,
     given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the engine it starts is above
-    their layers); ``say`` hears its progress; ``flex``: FlexAttention is measured too."""
+    their layers); ``say`` hears its messages and ``progress`` where it stands (an ``advice.AdviceProgress``; both on
+    stderr where neither is given); ``flex``: FlexAttention is measured too; ``budget_s``: how long it may take
+    (None: its default for the program's run)."""
 
-    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True) -> None: ...
+    def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True,
+                 progress: Callable[[AdviceProgress], None] | None = None, budget_s: float | None = None) -> None: ...

@@ -48,6 +48,12 @@ class BackwardStats:
         return cls(d.get("backend"), _floats(d.get("kernel_us")), list(d.get("kernels", ())))
 
 
+OUTPUT_TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
+"""Largest max |out - ref| / max |ref| that passes: above the lab's measured errors of every backend at the
+dtype (H100, torch 2.11, tests/fixtures/reports/h100-torch2.11: fp16 at most 3.3e-4 in report-small.json, bf16
+at most 1.9e-3 in report-8k.json; fp32 leaves room for TF32 matmuls in MATH on a GPU)."""
+
+
 @dataclass
 class OutputCheck:
     """A signature's sampled output check (``watch/output_check.py``): calls compared with float64 MATH."""
@@ -121,10 +127,13 @@ class CallStats:
     # between samples (``sites_sampled``); empty in records from before sites were counted: all at ``site``
     sites: dict[str, int] = field(default_factory=dict)
     sites_sampled: bool = False
+    contended_calls: int = 0  # made while the host was busy beyond the program (counted by the parent, not sent)
+    mask_form: str = ""  # the first call's mask, as core/mask_forms names it ("": not read)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "sites": dict(self.sites), "sites_sampled": self.sites_sampled, "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
+            "mask_causal": self.mask_causal, "check": self.check.to_dict(), "decomposed": self.decomposed,
+            "sites": dict(self.sites), "sites_sampled": self.sites_sampled,
             "mask_strides": None if self.mask_strides is None else list(self.mask_strides),
             "signature": self.signature.to_dict(), "count": self.count, "site": self.site,
             "module": self.module, "backend": self.backend, "choice_error": self.choice_error,
@@ -133,6 +142,7 @@ class CallStats:
             "backward": self.backward.to_dict() if self.backward else None, "modules": list(self.modules),
             "profiled_us": self.profiled_us, "compiled": self.compiled, "count_exact": self.count_exact,
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
+            "contended_calls": self.contended_calls, "mask_form": self.mask_form,
         }
 
     @classmethod
@@ -152,6 +162,7 @@ class CallStats:
             mask_strides=None if d.get("mask_strides") is None else tuple(int(x) for x in d["mask_strides"]),
             sites={str(site): int(n) for site, n in (d.get("sites") or {}).items()},
             sites_sampled=bool(d.get("sites_sampled", False)),
+            contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
         )
 
     def site_counts(self) -> dict[str, float]:

@@ -161,6 +161,8 @@ def measure_series(
     priority: tuple[Backend, ...] = (),
     settled: Callable[[int, Session], bool] | None = None,
     longest_s: float = 0.0,
+    deadline: float | None = None,
+    deadline_grace_s: float = 0.0,
 ) -> Iterator[Session]:
     """Measure ``workloads`` one after the other with ONE engine process; yield a Session for each.
 
@@ -170,7 +172,9 @@ def measure_series(
     verdict (eligible with enough samples, not eligible, out of memory, error) and at least
     ``duration_s`` have passed since it was configured; where ``settled(index, session)`` is given, also until it
     says so or ``longest_s`` have passed; at most ``timeout_s`` per workload (and
-    for the engine to start). A workload whose inputs do not fit comes back with every backend
+    for the engine to start). Past ``deadline`` (``time.monotonic()``'s), a workload ends as soon as every backend has
+    its verdict and samples, ``deadline_grace_s`` later with what it has (``incomplete`` says what is short), and the
+    series ends with it. A workload whose inputs do not fit comes back with every backend
     out of memory.
 
     ``next_enabled(session)``, called once the session yielded has been consumed, returns the
@@ -237,8 +241,13 @@ def measure_series(
                 now = time.monotonic()
                 measured = session.enabled  # with the legacy API, torch may leave more on than asked
                 done = sum(_finished(session, b) for b in measured)
-                if session.dispatch and done == len(measured) and now - configured_at >= duration_s and (
-                        settled is None or now - configured_at >= longest_s or settled(index, session)):
+                late = deadline is not None and now >= deadline
+                over = now - deadline if deadline is not None else 0.0
+                if session.dispatch and done == len(measured) and (late or now - configured_at >= duration_s and (
+                        settled is None or now - configured_at >= longest_s or settled(index, session))):
+                    break
+                if late and over > deadline_grace_s and _any_numbers(session):
+                    session.incomplete = _shortfall(session, now - configured_at)
                     break
                 if now - configured_at > timeout_s:
                     if not _any_numbers(session):
@@ -249,6 +258,8 @@ def measure_series(
                     break
             yield session
             previous = session
+            if deadline is not None and time.monotonic() >= deadline:
+                return
             if next_enabled is not None:
                 chosen = set(next_enabled(session))
                 enabled = tuple(b for b in ALL_BACKENDS if b in chosen)

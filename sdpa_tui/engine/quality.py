@@ -63,11 +63,12 @@ def _matmul_tflops(n: int, dtype: str, device: torch.device, repeats: int) -> fl
     return 2 * n**3 / best / 1e12
 
 
-def reference_output(inputs: Inputs) -> torch.Tensor:
-    """SDPA in float64 with the MATH backend (the only one that takes float64), on the same inputs."""
+def reference_output(inputs: Inputs, **mask: object) -> torch.Tensor:
+    """SDPA in float64 with the MATH backend (the only one that takes float64), on the same inputs; ``mask``:
+    ``attn_mask`` and ``is_causal`` in place of the workload's."""
     q, k, v = (t.detach().double() for t in (inputs.q, inputs.k, inputs.v))
     with sdpa_kernel([SDPBackend.MATH]):
-        return F.scaled_dot_product_attention(q, k, v, **inputs.sdpa_kwargs())
+        return F.scaled_dot_product_attention(q, k, v, **{**inputs.sdpa_kwargs(), **mask})
 
 
 def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:

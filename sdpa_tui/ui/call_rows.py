@@ -6,6 +6,7 @@ Plain strings only (no widgets), so the view's tests read what the user reads.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from ..core.advice import SignatureAdvice
 from ..core.backends import ALL_BACKENDS
@@ -30,13 +31,49 @@ from ..watch.tables import (
 )
 
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("site", "site"), ("module", "module"), ("q", "q shape"), ("kv", "kv shape"), ("dtype", "dtype"),
-    ("mask", "mask"), ("causal", "causal"), ("count", "count"), ("rate", "calls/s"), ("share", "GPU share"),
-    ("backend", "backend"), ("time", "fwd time"), ("backward", "bwd time"), ("first", "first call"),
-    ("best", "best (b)"), ("saving", "saving/call"), ("kernels", "kernels"),
+    ("site", "site"), ("count", "count"), ("backend", "backend"), ("time", "fwd time"), ("best", "best (b)"),
+    ("saving", "saving/call"), ("module", "module"), ("q", "q shape"), ("kv", "kv shape"), ("dtype", "dtype"),
+    ("mask", "mask"), ("causal", "causal"), ("rate", "calls/s"), ("share", "GPU share"), ("backward", "bwd time"),
+    ("first", "first call"), ("kernels", "kernels"),
 )
-"""(key, heading) of each column of the Calls table."""
+"""(key, heading) of each column of the Calls table, in the order a user reads them: where the call is, how often it
+ran, what ran it, what it cost, what would be better; then what it is."""
 RIGHT_ALIGNED = frozenset({"count", "rate", "share", "time", "backward", "first", "saving"})
+LEADING = ("site", "count", "backend", "time", "best", "saving")
+"""The columns left of the module: always on screen at 80 columns (their cells are kept short)."""
+SITE_WIDTH = 22
+BACKEND_WIDTH = 22
+"""The longest site and backend cells (elided; the selected-call panel has them whole)."""
+MODULE_WIDTH = (8, 60)
+"""The module column's narrowest and widest: between them, what the terminal leaves after the leading columns."""
+CELL_PADDING = 2
+"""A DataTable column's padding (one cell each side)."""
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``model.layers.{0-15}.self_attn, transformer.h.{0-11}.attn`` → ``model.layers.{0…h.{0-11}.attn``: both
+    ends kept (the model and the layer), the middle given up."""
+    if len(text) <= width:
+        return text
+    if width < 3:
+        return text[:width]
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def elide_end(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def module_width(cells: Iterable[dict[str, str]], table_width: int) -> int:
+    """The module column's width: what ``table_width`` leaves after the leading columns' widest cells (headings
+    included), within :data:`MODULE_WIDTH`."""
+    cells = list(cells)
+    used = sum(max([len(heading), *(len(c[key]) for c in cells)]) for key, heading in COLUMNS if key in LEADING)
+    used += CELL_PADDING * (len(LEADING) + 1)
+    narrowest, widest = MODULE_WIDTH
+    return max(narrowest, min(widest, table_width - used))
 
 
 def shape(dims: tuple[int, ...] | None) -> str:
@@ -97,7 +134,8 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
         name = backend_label(a.backend) + ("" if a.variant == "backend" or a.leaves_sdpa else f" via {a.variant}")
         exact = ("" if a.exact else ", changes numerics") + (", leaves SDPA" if a.leaves_sdpa else "")
         err = f", err {a.error:.1e}" if a.error is not None else ""
-        lines.append(f"  {name:<28} {duration(clock):>10}{err}{exact}")
+        first = f", its first call {a.first_call_s:.1f} s (compiling)" if a.first_call_s is not None else ""
+        lines.append(f"  {name:<28} {duration(clock):>10}{err}{exact}{first}")
     if advice.best is not None:
         saving = advice.saving_us_per_call or 0.0
         lines += [f"best    {backend_label(advice.best.backend)}: saves {duration(saving)} per call, "
@@ -115,7 +153,7 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
     s = row.signature
     best, saving = best_cells(advice)
     return {
-        "site": short_site(row.site) + (" ⚙" if row.compiled else ""),
+        "site": elide_middle(short_site(row.site), SITE_WIDTH) + (" ⚙" if row.compiled else ""),
         "module": modules_cell(row),
         "q": shape(s.q_shape),
         "kv": shape(s.kv_shape),
@@ -126,8 +164,8 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
         "rate": f"{row.calls_per_s:,.1f}" if row.calls_per_s else "—",
         "share": share_cell(row),
         "backend": (CHECK_FAILED if row.check and row.check.ok is False else "")
-        + (backend_cell(row) if row.backend or row.compiled else "none"),
-        "time": time_cell(row),
+        + elide_end(backend_cell(row) if row.backend or row.compiled else "none", BACKEND_WIDTH),
+        "time": time_cell(row) + row.time_mark,
         "backward": backward_cell(row),
         "first": first_call_cell(row),
         "kernels": kernels_cell(row, "— (CPU)" if kernels_note == CPU_KERNELS_NOTE else kernels_note),
@@ -175,6 +213,7 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
         lines.append(f"backward {backend_label(back.backend) if back.backend else '?'} "
                      f"{summary_cell(back.kernel_us) or 'time not profiled yet'}")
         lines.append(f"  kernels {', '.join(short_name(k) for k in back.kernels) or '—'}")
+    lines += contention_lines(row)
     if row.first_call_us is not None:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
     lines += check_lines(row)
@@ -189,12 +228,21 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     return lines
 
 
+def contention_lines(row: CallRow) -> list[str]:
+    if not row.contended_calls:
+        return []
+    share = row.contended_calls / row.count if row.count else 0.0
+    return [f"busy    {row.contended_calls:,} of its {row.count:,} calls ({share:.0%}) ran while the host was busy "
+            f"beyond the program" + (f": its times may read high ({row.time_mark} in the table)" if row.time_mark else "")]
+
+
 def program_state(report: WatchReport, exit_code: int | None, stopped: bool) -> str:
     """One line: running for how long, or how it ended."""
     calls = sum(r.count for r in report.rows)
     seen = f"{len(report.rows)} signature{'s' * (len(report.rows) != 1)}, {calls:,} call{'s' * (calls != 1)}"
     if exit_code is None:
-        return f"running {report.duration_s:,.1f} s · {seen}"
+        busy = f" · HOST BUSY beyond the program: {report.contention}" if report.contention else ""
+        return f"running {report.duration_s:,.1f} s · {seen}{busy}"
     how = "stopped by sdpa-tui" if stopped else "exited"
     if exit_code < 0:
         return f"{how}: killed by signal {-exit_code} after {report.duration_s:,.1f} s · {seen} (kept)"

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from textual.binding import Binding
 
+from ..core.advice import AdviceProgress
 from ..core.watch_lab import lab_workload
 from ..core.watch_report import Advisor, CallRow, WatchReport
 from ..core.workload import WorkloadError
@@ -123,19 +124,26 @@ class WatchApp(LiveApp):
             return
         self._advising = True
         self.notify("measuring every call's alternatives (one engine per device, about a second per call "
-                    "signature)…", timeout=6)
+                    "signature, within a time budget)…", timeout=6)
         self.run_worker(self._advise, thread=True, exclusive=True, group="advice", exit_on_error=False)
 
     def _advise(self) -> None:
         assert self.program is not None and self.calls is not None and self.advisor is not None
         report = self.program.report(self.exit_code)
+        calls = self.calls
+
+        def progress(step: AdviceProgress) -> None:
+            self.call_from_thread(setattr, calls, "advice_progress", step.line())
+
         try:
-            self.advisor(report, lambda text: self.call_from_thread(self.notify, text.removeprefix("sdpa-tui watch: ")))
+            self.advisor(report, lambda text: self.call_from_thread(self.notify, text.removeprefix("sdpa-tui watch: ")),
+                         progress=progress)
         except Exception as exc:  # noqa: BLE001 - said, and the Calls view stays as it was
             self.call_from_thread(self.notify, f"advice failed: {exc}", severity="error", timeout=10)
             return
         finally:
             self._advising = False
+            self.call_from_thread(setattr, calls, "advice_progress", "")
         self.call_from_thread(self.calls.set_advice, report)
         self.call_from_thread(self.notify, report.advice_note or "advice measured", timeout=8)
 

@@ -20,6 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..core.advice import ELIGIBLE, FLAG_OFF
 from ..core.backends import ALL_BACKENDS, CHOICE_CODES, Backend
+from ..core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
 from ..engine.dispatch import clean_message, priority_order, reasons_for
 
 _CAN_USE = {
@@ -157,3 +158,43 @@ def mask_is_causal(mask, q, k) -> bool:
             return bool(((mask == 0) == keep).all() and torch.isneginf(mask[..., ~keep]).all())
     except Exception:  # noqa: BLE001 - a mask this cannot read is simply not advised on
         return False
+
+
+def mask_form(mask, q, k, causal: bool) -> str:
+    """The call's mask as ``core/mask_forms`` names it: a mask that keeps the same keys for every query row is key
+    padding; one equal to that and the causal triangle (top-left, as ``is_causal``) is causal key padding; a float
+    mask counts as keeping where it is 0 and masking where it is -inf or at its dtype's lowest (transformers'); one
+    that differs between heads, or holds other values (a bias), is ``other``. Read once, at a signature's first
+    call, on the call's own mask."""
+    if mask is None:
+        return CAUSAL if causal else NONE
+    if causal or mask.dim() < 2 or mask.shape[-2:] != (q.shape[-2], k.shape[-2]) and mask.shape[-2] != 1:
+        return OTHER
+    try:
+        with torch.no_grad():
+            keep = _kept(mask)
+            if keep is None:
+                return OTHER
+            keep = keep.reshape((1,) * (4 - keep.dim()) + tuple(keep.shape)) if keep.dim() < 4 else keep
+            if keep.dim() != 4 or not bool((keep == keep[:, :1]).all()):
+                return OTHER  # differs between heads (or more than 4 dims)
+            keep = keep[:, 0].expand(keep.shape[0], q.shape[-2], k.shape[-2])
+            key_keep = keep[:, -1, :]  # the last query row: every key that padding does not hide
+            if bool((keep == key_keep[:, None, :]).all()):
+                return KEY_PADDING
+            triangle = torch.ones(keep.shape[-2:], dtype=torch.bool, device=keep.device).tril()
+            if bool((keep == (triangle & key_keep[:, None, :])).all()):
+                return CAUSAL if bool(key_keep.all()) else CAUSAL_KEY_PADDING
+            return OTHER
+    except Exception:  # noqa: BLE001 - a mask this cannot read is one no alternative is offered for
+        return OTHER
+
+
+def _kept(mask):
+    """Where a mask keeps a key (bool), or None for a float mask with values other than 0 and masked."""
+    if mask.dtype == torch.bool:
+        return mask
+    if not mask.is_floating_point():
+        return None
+    masked = torch.isneginf(mask) | (mask <= torch.finfo(mask.dtype).min / 2)
+    return (mask == 0) if bool(((mask == 0) | masked).all()) else None

@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-advice", action="store_true",
                         help="with --report or --format: do not measure each signature's alternatives after the "
                         "program exits")
+    parser.add_argument("--advice-budget", type=_seconds, metavar="SECONDS",
+                        help="how long the alternatives may be measured after the program exits (default: 10 s, or "
+                        "a quarter of the program's run where that is longer); a measurement under way when it runs "
+                        "out may take half as long again to finish")
     parser.add_argument("--no-flex", action="store_true",
                         help="leave FlexAttention out of the alternatives (it compiles for seconds per shape)")
     parser.add_argument("--repro-dir", metavar="DIR",
@@ -54,6 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"with --report: exit {EXIT_NONFINITE} when the program exited 0 but an SDPA output or "
                         "gradient held NaN or Inf (for CI; a program that failed keeps its own exit code)")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -102,6 +116,8 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
         print(f"sdpa-tui watch: metrics on {publisher.url}", file=sys.stderr)
     if advisor is not None and args.no_flex:
         advisor = partial(advisor, flex=False)
+    if advisor is not None and args.advice_budget is not None:
+        advisor = partial(advisor, budget_s=args.advice_budget)
     try:
         if headless:
             return run_headless(watched, args.report, None if args.no_advice else advisor, args.format or "text",

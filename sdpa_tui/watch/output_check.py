@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core.watched_calls import OUTPUT_TOLERANCE as TOLERANCE  # the tolerance of the dtype of the call checked
 from ..core.watched_calls import OutputCheck
 
 CHECK_EVERY = 4096  # a power of two, a multiple of the probe's TIME_EVERY: these calls take its sampled path
@@ -25,10 +26,6 @@ BLOCK_BYTES = {"cuda": 256 << 20, "cpu": 64 << 20}  # float64 scores and their s
 MAX_SCORES = {"cuda": 1 << 33, "cpu": 1 << 25}
 """The most query-key scores one check computes: float64 runs at a fraction of a GPU's low-precision rate and
 far slower on a CPU (watch_check_cost.py measures what a check costs; docs/lab-notes/watch-truth.md)."""
-TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
-"""Largest max |out - ref| / max |ref| that passes: above the lab's measured errors of every backend at the
-dtype (H100, torch 2.11, tests/fixtures/reports/h100-torch2.11: fp16 at most 3.3e-4 in report-small.json, bf16
-at most 1.9e-3 in report-8k.json; fp32 leaves room for TF32 matmuls in MATH on a GPU)."""
 
 
 def due(count: int, check: OutputCheck) -> bool:

@@ -111,7 +111,7 @@ def backend_text(row: CallRow) -> str:
 
 def forward_cell(row: CallRow) -> str:
     summary = row.kernel_us or row.host_us
-    return duration(summary.median) if summary is not None else NA
+    return duration(summary.median) + row.time_mark if summary is not None else NA
 
 
 def backward_time_cell(row: CallRow) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
 from .channel import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
+from .contention import ContendedCalls
 from .script_files import unopenable_script
 
 STOP_GRACE_S = 5.0
@@ -73,6 +74,7 @@ class WatchedProgram:
         self.ended: float | None = None
         self.interrupted = False
         self._extra_env: dict[str, str] = {}
+        self.contended = ContendedCalls()
         self.repro_dir = os.path.abspath(repro_dir)  # a call whose gradients are flagged is saved under it
 
     def unopenable_script(self) -> str | None:
@@ -98,6 +100,7 @@ class WatchedProgram:
     def _on_state(self, state: ProcessState) -> None:
         with self._lock:
             self._states[state.pid] = state
+            self.contended.note(state, [*self._states, *([self.process.pid] if self.process else [])])
 
     def states(self) -> list[ProcessState]:
         with self._lock:
@@ -198,4 +201,8 @@ class WatchedProgram:
             "ops called directly, C++ extensions, and those fast paths inside a compiled graph; every Python process "
             "the program starts is watched (fork, spawn, subprocess, torchrun)"
         )
-        return build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)
+        report = build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)
+        with self._lock:
+            report.contention = self.contended.now if exit_code is None else ""
+            report.contention_seen = self.contended.seen
+        return report

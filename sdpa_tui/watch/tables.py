@@ -7,7 +7,14 @@ from ..core.compiled_twins import graph_backend, mask_words
 from ..core.kernel_short_names import short_name
 from ..core.stats import Summary
 from ..core.units import duration
-from ..core.watch_report import KERNEL_CLOCK, NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.watch_report import (
+    CONTENDED_MARK,
+    KERNEL_CLOCK,
+    NOT_INTERCEPTED_NOTE,
+    CallRow,
+    WatchReport,
+    backend_label,
+)
 from . import gradient_text
 
 DECOMPOSED = "in the graph's kernels"
@@ -141,6 +148,9 @@ def footnotes(report: WatchReport) -> list[str]:
                      f"({report.captures.count} windows, {report.captures.profiled_s:.2f} s profiled)")
     if any(r.kernel_us is not None for r in report.rows):
         lines.append(KERNEL_CLOCK)
+    if any(r.time_mark for r in report.rows):
+        lines.append(f"{CONTENDED_MARK} measured while "
+                     f"{report.contention_seen or 'the host was busy beyond the program'}: those times may read high")
     lines.extend(check_lines(report))
     lines.extend(gradient_text.report_lines(report))
     lines.extend(advice_lines(report))

@@ -10,18 +10,23 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.events import Resize
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Log, Static
 
 from ...core.advice import SignatureAdvice
 from ...core.call_signature import CallSignature
-from ...core.watch_report import CallRow, WatchReport
+from ...core.watch_report import CONTENDED_MARK, CallRow, WatchReport
 from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,
+    MODULE_WIDTH,
     RIGHT_ALIGNED,
     alternatives_lines,
     detail_lines,
+    elide_middle,
+    module_width,
     program_state,
     table_cells,
     traceback_tail,
@@ -36,6 +41,8 @@ class CallsScreen(Screen):
     CallsScreen { layout: vertical; }
     #watch-banner { height: auto; max-height: 8; padding: 0 1; background: $panel; }
     #watch-banner.-failed { background: $error 30%; }
+    #advice-progress { height: auto; max-height: 3; padding: 0 1; background: $accent 30%; display: none; }
+    #advice-progress.-shown { display: block; }
     #calls-table { height: 2fr; min-height: 5; }
     #calls-lower { height: 3fr; min-height: 8; }
     #call-detail-box { width: 3fr; border: round $primary; border-title-style: bold; }
@@ -50,6 +57,13 @@ class CallsScreen(Screen):
                 "lab's engine and show the best, its saving and the code"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
+
+    module_width: reactive[int] = reactive(MODULE_WIDTH[1], init=False)
+    """The module column's widest cell: what the terminal leaves after the leading columns (``call_rows.LEADING``);
+    longer module paths are elided in the middle (the selected-call panel has them whole)."""
+
+    advice_progress: reactive[str] = reactive("", init=False)
+    """Where the alternatives' measuring (``b``) stands, one line above the table while it runs ("" otherwise)."""
 
     def __init__(self, program: str, log_path: str) -> None:
         super().__init__(id="calls")
@@ -67,9 +81,9 @@ class CallsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(f"starting · watching {self.program}", id="watch-banner")
+        yield Static("", id="advice-progress")
         table = DataTable(id="calls-table", cursor_type="row", zebra_stripes=True)
-        for key, heading in COLUMNS:
-            table.add_column(Text(heading, justify="right") if key in RIGHT_ALIGNED else heading, key=key)
+        self._add_columns(table)
         yield table
         with Horizontal(id="calls-lower"):
             with VerticalScroll(id="call-detail-box") as box:
@@ -91,21 +105,48 @@ class CallsScreen(Screen):
         keys = [self._key(row) for row in shown]
         self.rows = dict(zip(keys, shown))
         cells = {key: table_cells(row, report.kernels_note, self.advice.get(key)) for key, row in self.rows.items()}
-        if keys == self._order:
+        before, self._cells = self._cells, cells
+        width = module_width(cells.values(), table.size.width)
+        if keys != self._order or width != self.module_width:
+            selected = self.selected_key()
+            self._order = keys
+            self.set_reactive(CallsScreen.module_width, width)  # drawn here, once
+            self._fill(table, selected)
+        else:
             for key, values in cells.items():
                 for column, value in values.items():
-                    if self._cells[key][column] != value:
+                    if before[key][column] != value:
                         table.update_cell(key, column, self._cell(column, value), update_width=True)
-        else:
-            selected = self.selected_key()
-            table.clear()
-            for key in keys:
-                table.add_row(*(self._cell(column, cells[key][column]) for column, _ in COLUMNS), key=key)
-            if selected in keys:
-                table.move_cursor(row=keys.index(selected), animate=False)
-            self._order = keys
-        self._cells = cells
         self._show_detail()
+
+    @staticmethod
+    def _add_columns(table: DataTable) -> None:
+        for key, heading in COLUMNS:
+            table.add_column(Text(heading, justify="right") if key in RIGHT_ALIGNED else heading, key=key)
+
+    def _fill(self, table: DataTable, selected: str | None) -> None:
+        """The rows anew (the columns too, so that each is as wide as its cells now); ``selected`` stays selected."""
+        table.clear(columns=True)
+        self._add_columns(table)
+        for key in self._order:
+            table.add_row(*(self._cell(column, self._cells[key][column]) for column, _ in COLUMNS), key=key)
+        if selected in self._order:
+            table.move_cursor(row=self._order.index(selected), animate=False)
+
+    def watch_advice_progress(self, text: str) -> None:
+        line = self.query_one("#advice-progress", Static)
+        line.set_class(bool(text), "-shown")
+        line.update(Text(text))
+
+    def watch_module_width(self) -> None:
+        if self._order:
+            self._fill(self.query_one(DataTable), self.selected_key())
+
+    def on_resize(self, _: Resize) -> None:
+        self.call_after_refresh(self._fit_module_column)  # once the table has its new size
+
+    def _fit_module_column(self) -> None:
+        self.module_width = module_width(self._cells.values(), self.query_one(DataTable).size.width)
 
     def _show_banner(self, report: WatchReport, exit_code: int | None, stopped: bool) -> None:
         # how the program stands first: a long command line wraps after it, never through it
@@ -123,10 +164,13 @@ class CallsScreen(Screen):
             banner.set_class(failed or bool(report.error), "-failed")
             banner.update(Text(text))
 
-    @staticmethod
-    def _cell(column: str, value: str) -> Text | str:
+    def _cell(self, column: str, value: str) -> Text | str:
+        if column == "module":
+            return elide_middle(value, self.module_width)
         if value.startswith(CHECK_FAILED):  # its output check failed: the evidence is in the detail pane
             return Text(value, style="bold red")
+        if column == "time" and value.endswith(CONTENDED_MARK):  # measured on a busy host: the panel says how busy
+            return Text(value, style="yellow", justify="right")
         return Text(value, justify="right") if column in RIGHT_ALIGNED else value
 
     def _key(self, row: CallRow) -> str:
