@@ -107,3 +107,24 @@ def test_a_site_that_ran_other_shapes_is_not_compared_the_others_are(tmp_path, c
     assert same["ratio"] == 1.0 and same["same_work"]
     assert other["ratio"] is None and not other["same_work"] and not other["slower"]
     assert code == 0
+
+
+HALF_CLEAN = WATCH / "half-backward-cpu-clean.json"
+HALF_NAN = WATCH / "half-backward-cpu-nan.json"
+"""``tests/watch_programs/half_backward.py`` watched on the CPU (2026-11-27): at ``1 1`` its gradients are finite;
+at ``30 3e4`` its fp16 backward overflows, dq and dk non-finite."""
+
+
+def test_a_call_whose_gradients_went_nan_in_b_is_a_regression_and_says_which(capsys):
+    code, out, _ = run(capsys, HALF_CLEAN, HALF_NAN, "--json")
+    (call,) = json.loads(out)["calls"]
+    assert call["check"] == ["ok", "dq/dk NaN/Inf"] and call["check_failed"] and code == 1
+    code, out, _ = run(capsys, HALF_CLEAN, HALF_NAN, "--markdown")
+    assert code == 1 and "| ok → dq/dk NaN/Inf |" in out
+    assert "1 call site(s) whose outputs or gradients fail their check in B" in out
+
+
+def test_gradients_that_became_finite_in_b_are_no_regression(capsys):
+    code, out, _ = run(capsys, HALF_NAN, HALF_CLEAN, "--json", "--threshold", "1000%")
+    (call,) = json.loads(out)["calls"]
+    assert call["check"] == ["dq/dk NaN/Inf", "ok"] and not call["check_failed"] and code == 0

@@ -110,20 +110,39 @@ def test_the_dashboard_reads_only_metrics_that_exist():
 
 
 def _watch_metric_names() -> set[str]:
+    families = list(_watched_training_metrics().collect())
+    return {m.name for m in families} | {s.name for m in families for s in m.samples}
+
+
+def _watched_training_metrics(backward_check=None):
+    """Two ranks of a bf16 training call on cuDNN, their sampled backwards checked as given."""
     from sdpa_tui.core.call_signature import CallSignature
+    from sdpa_tui.core.gradient_check import GradientCheck
     from sdpa_tui.core.watch_report import build_report
-    from sdpa_tui.core.watched_calls import BackwardStats, CallStats, ProcessState
+    from sdpa_tui.core.watched_calls import BackwardStats, CallStats, OutputCheck, ProcessState
     from sdpa_tui.exports.watch_metrics import WatchMetrics
 
     sig = CallSignature((2, 8, 512, 64), (2, 8, 512, 64), "torch.bfloat16", "cuda:0", grad=True)
-    states = [ProcessState(pid=10 + r, rank=r, calls=[CallStats(sig, count=5, backend="CUDNN_ATTENTION",
-                                                               kernel_us=[9.0, 9.5],
-                                                               backward=BackwardStats("CUDNN_ATTENTION", [30.0]))])
-              for r in range(2)]
+    backward = backward_check or GradientCheck(samples=2, compared=1, tolerance=5e-2)
+    states = [ProcessState(pid=10 + r, rank=r, calls=[CallStats(
+        sig, count=5, backend="CUDNN_ATTENTION", kernel_us=[9.0, 9.5], backward=BackwardStats("CUDNN_ATTENTION", [30.0]),
+        check=OutputCheck(samples=1, ok=True, tolerance=3e-2, backward=GradientCheck.from_dict(backward.to_dict())))])
+        for r in range(2)]
     metrics = WatchMetrics(host="h")
     metrics.publish(build_report(["train.py"], None, states, 1.0))
-    families = list(metrics.collect())
-    return {m.name for m in families} | {s.name for m in families for s in m.samples}
+    return metrics
+
+
+def test_watch_counts_nonfinite_outputs_and_gradients_by_backend_direction_and_cause():
+    """Issue 35: a NaN from cuDNN's backward and one arriving from upstream are told apart in the metrics."""
+    from sdpa_tui.core.gradient_check import GradientCheck
+
+    flagged = GradientCheck(samples=3, nonfinite={"dq": 3, "dk": 1}, upstream_nonfinite=1, tolerance=5e-2)
+    families = {m.name: m for m in _watched_training_metrics(flagged).collect()}
+    counts = {(s.labels["backend"], s.labels["direction"], s.labels["cause"]): s.value
+              for s in families["sdpa_tui_watch_nonfinite"].samples if s.name.endswith("_total")}
+    assert counts == {("CUDNN_ATTENTION", "forward", "backend"): 0.0, ("CUDNN_ATTENTION", "backward", "backend"): 6.0,
+                      ("CUDNN_ATTENTION", "backward", "upstream"): 2.0, ("CUDNN_ATTENTION", "backward", "inputs"): 0.0}
 
 
 # ------------------------------------------------------------------ the real exporter, real engine

@@ -385,3 +385,40 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
         release.set()
         await settle(pilot, until=lambda: not line.display)
         assert not line.display, "gone once the measuring ended"
+
+
+class NanGradientProgram(TwoModelsProgram):
+    """The Math row's sampled backwards made dq non-finite (as pytorch#196678's cuDNN backward does), replayed."""
+
+    def __init__(self) -> None:
+        from sdpa_tui.core.gradient_check import BackendReplay, GradientCheck
+        from sdpa_tui.core.watched_calls import OutputCheck
+
+        super().__init__()
+        call = self.states[0].calls[0]
+        call.signature = type(call.signature)(**{**vars(call.signature), "grad": True})
+        backward = GradientCheck(samples=3, nonfinite={"dq": 3}, first_bad={"dq": 1024}, elements={"dq": 1024},
+                                 tolerance=3e-2, repro="/tmp/sdpa-tui-repro/call-1",
+                                 replays=[BackendReplay("MATH", "non-finite", "dq 1,024 of 1,024", 30.0),
+                                          BackendReplay("EFFICIENT_ATTENTION", "clean", "", 20.0)])
+        call.check = OutputCheck(samples=1, max_rel_error=1e-7, tolerance=2e-3, ok=True, backward=backward)
+
+
+async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_gradients(tmp_path, monkeypatch):
+    """Issue 35: the Calls view said nothing of the gradients; the forward check alone passed."""
+    monkeypatch.chdir(tmp_path)
+    Path("nan.log").write_text("")
+    app, _ = watch_app(NanGradientProgram(), "nan.log")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
+        await settle(pilot)
+        table = app.calls.query_one(DataTable)
+        backends = {app.calls.rows[k].backend: table.get_cell(k, "backend") for k in app.calls._order}
+        assert str(backends["MATH"]).startswith("✗ ") and backends["MATH"].style == "bold red"
+        assert not str(backends["FLASH_ATTENTION"]).startswith("✗")
+        table.move_cursor(row=app.calls._order.index(next(k for k, r in app.calls.rows.items() if r.backend == "MATH")))
+        await settle(pilot)
+        detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
+        assert "gradients (MATH backward): dq non-finite in 3 of 3 sampled backward(s) (1,024 of 1,024 elements)" \
+            in detail
+        assert "EFFICIENT_ATTENTION clean" in detail and "repro: /tmp/sdpa-tui-repro/call-1" in detail

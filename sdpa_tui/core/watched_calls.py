@@ -69,6 +69,11 @@ class OutputCheck:
     masked_rows_max: float | None = None  # the largest |output| written on them (float64 MATH writes 0)
     backward: GradientCheck | None = None  # calls that require grad: their sampled backwards
 
+    @property
+    def failed(self) -> bool:
+        """The sampled outputs, or the gradients the backend's backward produced, failed the check."""
+        return self.ok is False or (self.backward is not None and self.backward.ok is False)
+
     def to_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "nonfinite": self.nonfinite, "max_abs_error": self.max_abs_error,
                 "max_rel_error": self.max_rel_error, "tolerance": self.tolerance, "ok": self.ok,

@@ -20,7 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.call_signature import CallSignature
+from ..core.gradient_check import BLAME_UPSTREAM, GRADIENTS
 from ..core.units import us_number
+from ..core.watched_calls import OutputCheck
 
 
 def is_watch_report(document: Any) -> bool:
@@ -56,6 +58,38 @@ def _best(call: dict | None) -> str | None:
     return best["backend"] if best.get("variant") == "backend" else f"{best['variant']} ({best['backend']})"
 
 
+@dataclass(frozen=True)
+class CheckVerdict:
+    """A call's sampled checks in a word or two: ``ok``, what failed (``dq NaN/Inf``, ``output off``), or where a
+    non-finite gradient came from when it was not the backend (``upstream grad NaN/Inf``: not a failure of SDPA)."""
+
+    text: str
+    failed: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_verdict(call: dict | None) -> CheckVerdict | None:
+    """None when nothing of the call was checked."""
+    if call is None or not call.get("check"):
+        return None
+    check = OutputCheck.from_dict(call["check"])
+    back = check.backward
+    failed = []
+    if check.ok is False:
+        failed.append("output NaN/Inf" if check.nonfinite else "output off")
+    if back is not None and back.backend_nonfinite:
+        failed.append("/".join(g for g in GRADIENTS if back.nonfinite.get(g)) + " NaN/Inf")
+    elif back is not None and back.out_of_tolerance:
+        failed.append("gradients off")
+    if failed:
+        return CheckVerdict(", ".join(failed), failed=True)
+    if back is not None and back.blame:  # the program's own gradients or inputs, not the backend
+        return CheckVerdict("upstream grad NaN/Inf" if back.blame == BLAME_UPSTREAM else "inputs NaN/Inf")
+    return CheckVerdict("ok") if check.samples or (back is not None and back.samples) else None
+
+
 def _work(call: dict | None) -> tuple | None:
     """What a call computes, whatever the advice changed (the mask, K/V heads, head dim, dtype): batch, query heads
     and length, key length."""
@@ -76,6 +110,7 @@ class CallChange:
     best: tuple[str | None, str | None]
     saving_us_per_call: tuple[float | None, float | None]
     same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
+    check: tuple[CheckVerdict | None, CheckVerdict | None] = (None, None)  # each side's sampled checks
 
     @property
     def paired(self) -> bool:
@@ -89,6 +124,12 @@ class CallChange:
     def slower(self, threshold: float) -> bool:
         return self.ratio is not None and self.ratio > 1.0 + threshold
 
+    @property
+    def check_failed(self) -> bool:
+        """B's outputs or gradients failed a check that A's did not (or A did not run)."""
+        a, b = self.check
+        return b is not None and b.failed and not (a is not None and a.failed)
+
 
 def _change(a: dict | None, b: dict | None) -> CallChange:
     both = [c for c in (a, b) if c is not None]
@@ -99,7 +140,8 @@ def _change(a: dict | None, b: dict | None) -> CallChange:
 
     return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
                       pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
-                      (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b))
+                      (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b),
+                      (check_verdict(a), check_verdict(b)))
 
 
 @dataclass(frozen=True)
@@ -113,7 +155,8 @@ class WatchComparison:
 
     @property
     def regressed(self) -> bool:
-        return any(c.slower(self.threshold) for c in self.calls)
+        """A call site slower in B beyond the threshold, or whose check fails in B and did not in A."""
+        return any(c.slower(self.threshold) or c.check_failed for c in self.calls)
 
     @property
     def not_comparable(self) -> str:
@@ -138,7 +181,7 @@ def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A",
 
 
 # -- views --------------------------------------------------------------------------------------------------------
-COLUMNS = ("site", "signature", "backend", "calls", "µs per call", "best (advice)", "saving/call µs")
+COLUMNS = ("site", "signature", "backend", "calls", "µs per call", "check", "best (advice)", "saving/call µs")
 
 
 def _pair(values: tuple[Any, Any], text=str) -> str:
@@ -156,15 +199,18 @@ def _time(change: CallChange) -> str:
 
 def _cells(change: CallChange) -> list[str]:
     return [change.site + (" (compiled)" if change.compiled else ""), change.what, _pair(change.backend),
-            _pair(change.count), _time(change), _pair(change.best), _pair(change.saving_us_per_call, us_number)]
+            _pair(change.count), _time(change), _pair(change.check), _pair(change.best),
+            _pair(change.saving_us_per_call, us_number)]
 
 
 def _summary(comparison: WatchComparison) -> str:
     slower = [c for c in comparison.calls if c.slower(comparison.threshold)]
+    broke = [c for c in comparison.calls if c.check_failed]
+    failing = f"; {len(broke)} call site(s) whose outputs or gradients fail their check in B" if broke else ""
     return (f"SDPA time over the run (the lab's clocks): {_pair(comparison.sdpa_us, us_number)} µs; "
             f"the advice's saving: {_pair(comparison.saving_us, us_number)} µs; "
             + (f"{len(slower)} call site(s) slower in B by more than {comparison.threshold:.0%}" if slower
-               else f"no call site slower in B by more than {comparison.threshold:.0%}"))
+               else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing)
 
 
 def watch_comparison_rich(comparison: WatchComparison) -> Group:
@@ -172,7 +218,7 @@ def watch_comparison_rich(comparison: WatchComparison) -> Group:
     for column in COLUMNS:
         table.add_column(column, overflow="fold")
     for change in comparison.calls:
-        style = "bold red" if change.slower(comparison.threshold) else None
+        style = "bold red" if change.slower(comparison.threshold) or change.check_failed else None
         table.add_row(*_cells(change), style=style)
     return Group(table, Text(_summary(comparison)))
 
@@ -190,6 +236,6 @@ def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
             "saving_us": list(comparison.saving_us),
             "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
                        "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
-                       "same_work": c.same_work,
-                       "slower": c.slower(comparison.threshold), "best": list(c.best),
+                       "same_work": c.same_work, "slower": c.slower(comparison.threshold),
+                       "check": [None if v is None else v.text for v in c.check], "check_failed": c.check_failed, "best": list(c.best),
                        "saving_us_per_call": list(c.saving_us_per_call)} for c in comparison.calls]}

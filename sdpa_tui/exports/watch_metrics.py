@@ -45,6 +45,10 @@ def report_families(report: WatchReport, host: str) -> list[Metric]:
                                                                                          "quantile"])
     backend = InfoMetricFamily(f"{PREFIX}_backend", "The backend the rank's calls of the signature ran",
                                labels=base)
+    nonfinite = CounterMetricFamily(f"{PREFIX}_nonfinite", "Sampled calls whose SDPA output (direction forward) or "
+                                    "gradients dq/dk/dv (backward) held NaN or Inf; cause: the backend, or the "
+                                    "gradient from upstream or the inputs that already held it",
+                                    labels=["sig", "host", "program", "backend", "direction", "cause"])
     differs = GaugeMetricFamily(f"{PREFIX}_rank_differs", "1 when a rank ran another backend or its kernel time is "
                                 "off the other ranks'", labels=["sig", "host", "program"])
     for row in report.rows:
@@ -64,6 +68,7 @@ def report_families(report: WatchReport, host: str) -> list[Metric]:
             backend.add_metric(labels, {"backend": chosen})
         if row.backward is not None:
             _quantiles(backward, [sig, host, program], row.backward.kernel_us)
+        _nonfinite(nonfinite, [sig, host, program], row)
         if row.per_rank:
             differs.add_metric([sig, host, program], 1.0 if row.rank_note else 0.0)
     share = GaugeMetricFamily(f"{PREFIX}_sdpa_share_of_gpu_ratio", "SDPA's share (forward and backward) of the "
@@ -73,7 +78,22 @@ def report_families(report: WatchReport, host: str) -> list[Metric]:
     windows = CounterMetricFamily(f"{PREFIX}_profiler_windows", "Profiler windows the job's processes ran",
                                   labels=["host", "program"])
     windows.add_metric([host, program], float(report.captures.count))
-    return [info, calls, forward, backward, backend, differs, share, windows]
+    return [info, calls, forward, backward, backend, nonfinite, differs, share, windows]
+
+
+def _nonfinite(family: CounterMetricFamily, labels: list[str], row: CallRow) -> None:
+    """A series per direction once its calls were checked (0 until one held NaN or Inf), so rates exist."""
+    check = row.check
+    if check is None:
+        return
+    if check.samples:
+        family.add_metric([*labels, row.backend or "", "forward", "backend"], float(check.nonfinite))
+    back = check.backward
+    if back is not None and back.samples:
+        backend = (row.backward.backend if row.backward is not None else None) or row.backend or ""
+        for cause, count in (("backend", max(back.nonfinite.values(), default=0)),
+                             ("upstream", back.upstream_nonfinite), ("inputs", back.inputs_nonfinite)):
+            family.add_metric([*labels, backend, "backward", cause], float(count))
 
 
 def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: Summary | None) -> None:

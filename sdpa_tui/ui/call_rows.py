@@ -16,6 +16,7 @@ from ..core.kernel_short_names import short_name
 from ..core.units import duration
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
 from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck
+from ..watch import gradient_text
 from ..watch.tables import (
     backend_cell,
     backward_cell,
@@ -86,7 +87,7 @@ def short_site(site: str) -> str:
 
 
 CHECK_FAILED = "✗ "
-"""Starts the backend cell of a row whose sampled output check failed (drawn in red)."""
+"""Starts the backend cell of a row whose sampled output or gradient check failed (drawn in red)."""
 
 
 def check_lines(row: CallRow) -> list[str]:
@@ -163,7 +164,7 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
         "count": count_cell(row),
         "rate": f"{row.calls_per_s:,.1f}" if row.calls_per_s else "—",
         "share": share_cell(row),
-        "backend": (CHECK_FAILED if row.check and row.check.ok is False else "")
+        "backend": (CHECK_FAILED if row.check and row.check.failed else "")
         + elide_end(backend_cell(row) if row.backend or row.compiled else "none", BACKEND_WIDTH),
         "time": time_cell(row) + row.time_mark,
         "backward": backward_cell(row),
@@ -217,6 +218,7 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     if row.first_call_us is not None:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
     lines += check_lines(row)
+    lines += gradient_text.row_lines(row)
     if row.share_of_gpu is not None:
         lines.append(f"share   {share_cell(row)} of the program's GPU time in the profiled windows")
     if row.per_rank:

@@ -126,8 +126,7 @@ def share_text(row: CallRow) -> str:
 
 
 def mark_cell(row: CallRow, advice: SignatureAdvice | None) -> str:
-    backward = row.check.backward if row.check is not None else None
-    failed = row.check is not None and row.check.ok is False or backward is not None and backward.ok is False
+    failed = row.check is not None and row.check.failed
     return (CHECK_FAILED_MARK if failed else "") + (FASTER_MARK if advice is not None and advice.best else "")
 
 
