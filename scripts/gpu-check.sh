@@ -90,6 +90,20 @@ own_import() {
       python3 benchmarks/gradient_sentinel_cost.py --device cuda --steps 20 --rounds 4 \
         --json "$OUT/r/gradient-sentinel-cost-$gpu_tag.json"
       ;;
+    readable)
+      # issue 36 on the GPU: models_mix.py (a Llama with GQA and padding, a GPT-2, nn.MultiheadAttention in eval,
+      # a compiled call) watched live at 120x40, 100x30 and 80x24; its report through a pipe at 80 and 100
+      # columns; issue 35's flagged call in the live Calls view (about 4 minutes)
+      log "the Calls view at three sizes, and the flagged gradients"
+      python3 scripts/watch_screenshots.py --device cuda --only widths --out "$OUT/r/shots" --tag "$gpu_tag"
+      python3 scripts/watch_screenshots.py --device cuda --only gradients --out "$OUT/r/shots" --tag "$gpu_tag"
+      for cols in 80 100; do
+        log "watch --report | cat at COLUMNS=$cols"
+        COLUMNS=$cols python3 -m sdpa_tui watch --report "$OUT/r/mix-$cols.json" --advice-budget 20 -- \
+          python3 tests/watch_programs/models_mix.py 15 cuda compiled 2>&1 | cat
+        echo "exit=${PIPESTATUS[0]}"
+      done
+      ;;
     tests-loaded)
       # users' boxes are busy: the same tests beside 12 spinning cores and a GPU neighbour half busy
       log "pytest: every cuda-marked test on a loaded machine (12 cores spinning, a GPU neighbour 50 % busy, 8 GiB)"

@@ -9,8 +9,10 @@ tests/watch_programs/advised_context.py (a call kept on a slower backend) is wat
 ``b`` measures the alternatives, and the Calls view with its advice is saved (``watch-advice-TAG.svg``).
 With ``--only compiled``: tests/watch_programs/compiled_mask.py's compiled row beside its eager twin
 (``watch-compiled-TAG.svg``). With ``--only widths``: tests/watch_programs/models_mix.py (a Llama with GQA and a
-padded batch, a GPT-2, an nn.MultiheadAttention) watched live, its Calls view at each of ``WIDTHS``
-(``watch-calls-WxH-TAG.svg``, the terminal resized between them).
+padded batch, a GPT-2, an nn.MultiheadAttention in eval, a compiled call) watched live, its Calls view at each of
+``WIDTHS`` (``watch-calls-WxH-TAG.svg``, the terminal resized between them). With ``--only gradients`` (a GPU):
+pytorch#196678's repro (tests/watch_programs/grad_nan_repro.py, L = 704) watched until it exits, its flagged row
+selected (``watch-gradients-TAG.svg``).
 """
 
 from __future__ import annotations
@@ -130,18 +132,21 @@ async def shoot_widths(device: str, out: Path, tag: str) -> list[Path]:
     log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "models_mix.log")
     python = shutil.which("python3")
     python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
-    watched = WatchedProgram([python, "tests/watch_programs/models_mix.py", "120"])
+    watched = WatchedProgram([python, "tests/watch_programs/models_mix.py", "120", device, "compiled"])
     saved = []
     with open(log_path, "ab", buffering=0) as log:
         watched.log_to(log)
         app = make_watch_app(watched, log_path, device)
         async with app.run_test(size=WIDTHS[0]) as pilot:
-            def timed() -> bool:
+            def timed() -> bool:  # the Llama's and the GPT-2's calls timed, the compiled one and the fast path seen
                 rows = list(app.calls.rows.values()) if app.calls else []
-                return len(rows) == 3 and all(r.time_us is not None for r in rows)
+                eager = [r for r in rows if not r.compiled]
+                return len(eager) == 2 and len(rows) > 2 and all(r.time_us is not None for r in eager) \
+                    and bool(app.calls.uninspected)
 
-            if not await wait_until(timed, 180):
-                print("warning: the three calls did not all get times within 180 s", file=sys.stderr)
+            if not await wait_until(timed, 240):
+                print("warning: the two models' calls, the compiled one and the fast path were not all seen within "
+                      "240 s", file=sys.stderr)
             for width, height in WIDTHS:
                 await pilot.resize_terminal(width, height)
                 await pilot.pause(1.5)
@@ -150,19 +155,43 @@ async def shoot_widths(device: str, out: Path, tag: str) -> list[Path]:
     return saved
 
 
+async def shoot_gradients(device: str, out: Path, tag: str, size: tuple[int, int]) -> Path:
+    log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "grad_nan.log")
+    python = shutil.which("python3")
+    python = "python3" if python and os.path.samefile(python, sys.executable) else sys.executable
+    watched = WatchedProgram([python, "tests/watch_programs/grad_nan_repro.py", "704", "40", device])
+    with open(log_path, "ab", buffering=0) as log:
+        watched.log_to(log)
+        app = make_watch_app(watched, log_path, device)
+        async with app.run_test(size=size) as pilot:
+            def flagged() -> bool:
+                rows = list(app.calls.rows.values()) if app.calls else []
+                return app.exit_code is not None and any(r.check and r.check.failed for r in rows)
+
+            if not await wait_until(flagged, 180):
+                print("warning: no flagged call after the program exited within 180 s", file=sys.stderr)
+            await pilot.pause(1.0)
+            path = Path(app.save_screenshot(f"watch-gradients-{tag}.svg", str(out)))
+            await pilot.press("q")
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--tag", default="gpu")
     parser.add_argument("--size", default="140x45", help="terminal size, WxH (default 140x45)")
-    parser.add_argument("--only", choices=("compiled", "widths"), help="take only these screenshots")
+    parser.add_argument("--only", choices=("compiled", "widths", "gradients"), help="take only these screenshots")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     width, height = (int(x) for x in args.size.split("x"))
     if args.only == "widths":
         for path in asyncio.run(shoot_widths(args.device, args.out, args.tag)):
             print(path)
+        return 0
+    if args.only == "gradients":
+        print(asyncio.run(shoot_gradients(args.device, args.out, args.tag, WIDTHS[1])))
         return 0
     if args.only == "compiled":
         print(asyncio.run(shoot_compiled(args.device, args.out, args.tag, ADVICE_SIZE)))

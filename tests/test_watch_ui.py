@@ -422,3 +422,38 @@ async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_g
         assert "gradients (MATH backward): dq non-finite in 3 of 3 sampled backward(s) (1,024 of 1,024 elements)" \
             in detail
         assert "EFFICIENT_ATTENTION clean" in detail and "repro: /tmp/sdpa-tui-repro/call-1" in detail
+
+
+class FastPathProgram(TwoModelsProgram):
+    """An nn.MultiheadAttention in eval with autograd off beside the two models: its calls run SDPA inside C++."""
+
+    def __init__(self) -> None:
+        from sdpa_tui.core.watched_calls import UninspectedCalls
+
+        super().__init__()
+        self.states[0].uninspected = [UninspectedCalls(
+            "nn.MultiheadAttention's fast path (eval, autograd off: torch._native_multi_head_attention)", 1234,
+            {"/home/user/project/two_models.py:63": 1234}, ["mha"])]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_calls_watch_cannot_inspect_get_a_row_with_their_site_and_count(size, tmp_path, monkeypatch):
+    """Issue 36, item 4: nn.MultiheadAttention's fast path was undercounted live, with no notice on screen."""
+    monkeypatch.chdir(tmp_path)
+    Path("fast.log").write_text("")
+    app, _ = watch_app(FastPathProgram(), "fast.log")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls._order) == 3)
+        await settle(pilot)
+        table = app.calls.query_one(DataTable)
+        last = app.calls._order[-1]
+        cells = {column: str(table.get_cell(last, column)) for column in ("site", "count", "backend")}
+        assert cells == {"site": "two_models.py:63", "count": "1,234", "backend": "not seen (C++)"}
+        assert "1,234" in widget_text(app, "#calls-table") and "not seen (C++)" in widget_text(app, "#calls-table")
+        table.move_cursor(row=2)
+        await settle(pilot)
+        detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
+        assert "1,234 calls of nn.MultiheadAttention's fast path" in detail and "two_models.py:63 (1,234 calls)" in detail
+        await pilot.press("t")
+        await settle(pilot)
+        assert app.screen is app.calls, "the lab cannot try calls whose shapes are unseen"

@@ -15,7 +15,7 @@ from ..core.compiled_twins import cost_lines
 from ..core.kernel_short_names import short_name
 from ..core.units import duration
 from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck
+from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
 from ..watch import gradient_text
 from ..watch.tables import (
     backend_cell,
@@ -173,6 +173,30 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
         "best": best,
         "saving": saving,
     }
+
+
+NOT_INSPECTED = "not seen (C++)"
+"""The backend cell of calls that reach SDPA inside C++, where watch cannot see which backend ran."""
+
+
+def uninspected_cells(calls: UninspectedCalls) -> dict[str, str]:
+    """A row for calls no probe could inspect: where they came from and how many, the rest unknown."""
+    site = next(iter(calls.sites), "")
+    return {key: "" for key, _ in COLUMNS} | {
+        "site": elide_middle(short_site(site), SITE_WIDTH) + (" +" if len(calls.sites) > 1 else ""),
+        "count": f"{calls.count:,}", "backend": NOT_INSPECTED, "time": "—", "module": ", ".join(calls.modules),
+    }
+
+
+def uninspected_detail(calls: UninspectedCalls) -> list[str]:
+    return [
+        f"{calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}",
+        *(f"site    {site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()),
+        *([f"modules {', '.join(calls.modules)}"] if calls.modules else []),
+        "", "SDPA runs inside C++ there, never through the Python function watch intercepts: its backend, time, "
+        "kernels and checks are unseen. Autograd on (training) or train() mode takes the Python path, which watch "
+        "sees.",
+    ]
 
 
 def flags_line(flags: tuple[str, ...]) -> str:

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Log, Static
 from ...core.advice import SignatureAdvice
 from ...core.call_signature import CallSignature
 from ...core.watch_report import CONTENDED_MARK, CallRow, WatchReport
+from ...core.watched_calls import UninspectedCalls
 from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,
@@ -30,6 +31,8 @@ from ..call_rows import (
     program_state,
     table_cells,
     traceback_tail,
+    uninspected_cells,
+    uninspected_detail,
 )
 from .help import HelpScreen
 
@@ -70,6 +73,7 @@ class CallsScreen(Screen):
         self.program = program
         self.log_path = log_path
         self.rows: dict[str, CallRow] = {}
+        self.uninspected: dict[str, UninspectedCalls] = {}  # rows of calls SDPA ran inside C++, after the others
         self.report: WatchReport | None = None
         self._keys: dict[tuple[CallSignature, bool], str] = {}
         self._order: list[str] = []
@@ -105,6 +109,9 @@ class CallsScreen(Screen):
         keys = [self._key(row) for row in shown]
         self.rows = dict(zip(keys, shown))
         cells = {key: table_cells(row, report.kernels_note, self.advice.get(key)) for key, row in self.rows.items()}
+        self.uninspected = {} if self.rank is not None else {f"uninspected-{c.path}": c for c in report.uninspected}
+        cells |= {key: uninspected_cells(calls) for key, calls in self.uninspected.items()}
+        keys += list(self.uninspected)
         before, self._cells = self._cells, cells
         width = module_width(cells.values(), table.size.width)
         if keys != self._order or width != self.module_width:
@@ -193,6 +200,10 @@ class CallsScreen(Screen):
     def _show_detail(self) -> None:
         row = self.selected_row()
         detail = self.query_one("#call-detail", Static)
+        unseen = self.uninspected.get(self.selected_key() or "")
+        if unseen is not None:
+            detail.update(Text("\n".join(uninspected_detail(unseen))))
+            return
         if row is None or self.report is None:
             detail.update("no SDPA call seen yet" if self.report is None or not self.report.rows else "")
             return
@@ -210,7 +221,9 @@ class CallsScreen(Screen):
     def action_try_in_lab(self) -> None:
         row = self.selected_row()
         if row is None:
-            self.notify("no call selected: the program has made no SDPA call yet", severity="warning")
+            unseen = self.selected_key() in self.uninspected
+            self.notify("these calls ran SDPA inside C++: their shapes are unseen, the lab cannot try them" if unseen
+                        else "no call selected: the program has made no SDPA call yet", severity="warning")
             return
         self.app.try_in_lab(row)
 
