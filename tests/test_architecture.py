@@ -36,7 +36,7 @@ def test_ruff_finds_nothing():
 
 TYPE_CHECKED = ["sdpa_tui/core", *(f"sdpa_tui/engine/{name}.py" for name in (
     "client", "supervisor", "device_engines", "headless", "channel", "profiler_client", "compiled_cost_client", "child_json",
-    "flex_cost_client", "early_start"))]
+    "flex_cost_client", "code_check_client", "early_start"))]
 """The core (records, engine commands, the wire format, the EngineHandle Protocol, the lab controller, the report
 models) and the engine's host side, which the UI and the commands call across the process seam."""
 
