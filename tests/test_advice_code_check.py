@@ -91,6 +91,20 @@ def test_a_code_that_raises_or_assigns_no_out_is_refused_with_why(checked):
     assert found["no out"].why == "it assigns no tensor to out; not offered"
 
 
+def test_a_refused_code_is_left_out_of_what_is_offered_and_a_note_says_why():
+    """What ``watch`` measures and offers (``commands/advise.checked_codes``): the codes that gave the call's output;
+    the run's note names each refused one with its reason."""
+    from sdpa_tui.commands.advise import checked_codes
+
+    notes: list[str] = []
+    offered = checked_codes({3: codes(PADDING_MASK, KEY_PADDING)}, notes, lambda i: f"signature {i}", 300)
+    assert set(offered[3]) == {*(b.value for b in ALL_BACKENDS), "expand_kv", "pad_head_dim", "bf16"}
+    assert offered[3]["expand_kv"] == rewrite_codes(PADDING_MASK, lab_workload(PADDING_MASK)[0])["expand_kv"]
+    (note,) = notes
+    assert note.startswith("signature 3: the code of is_causal: its output differs from the call's SDPA output on "
+                           "the same inputs: max rel err ") and note.endswith("(fp32); not offered"), note
+
+
 def test_the_bf16_rewrite_is_compared_at_bf16s_tolerance(checked):
     bf16 = checked["gqa padded"]["bf16"]
     assert bf16.offered and FP32_TOLERANCE < bf16.matched <= 3e-2, bf16
@@ -135,7 +149,7 @@ def test_watch_offers_each_rewrite_only_once_its_code_gave_the_calls_output(tmp_
     (call,) = report["calls"]
     shown = {a["variant"]: a["code"] for a in call["alternatives"]}
     assert set(shown) == {"backend", "is_causal", "expand_kv", "pad_head_dim", "bf16"}, shown
-    assert "was run against the call" not in report["advice"]["note"], report["advice"]["note"]
+    assert "the code of" not in report["advice"]["note"], "no code refused: " + report["advice"]["note"]
     torch.manual_seed(0)  # the program's tensors
     q = torch.randn(1, 8, 128, 20)
     k, v = torch.randn(1, 2, 128, 20), torch.randn(1, 2, 128, 20)

@@ -92,14 +92,14 @@ def codes_to_check(row: CallRow, workload: Workload, variants: list[str]) -> Cod
     return CodesToCheck(workload, row.signature.device, row.signature, call_mask_form(row), tuple(codes))
 
 
-def checked_codes(report: WatchReport, calls: dict[int, CodesToCheck], notes: list[str],
+def checked_codes(calls: dict[int, CodesToCheck], notes: list[str], describe: Callable[[int], str],
                   timeout_s: float) -> dict[int, dict[str, str]]:
     """Each row's codes run against its call (``engine/code_check.py``, one child process for all): those that gave
     the call's output, by name; a note for the others, with why."""
     out = {}
     for (i, call), checks in zip(calls.items(), check_codes(list(calls.values()), timeout_s)):
         out[i] = {c.name: c.code for c in call.codes if checks[c.name].offered}
-        notes += _refusal_notes(report.rows[i].signature.describe(), checks)
+        notes += _refusal_notes(describe(i), checks)
     return out
 
 
@@ -109,7 +109,7 @@ def _refusal_notes(what: str, checks: dict[str, CodeCheck]) -> list[str]:
     for name, check in checks.items():
         if not check.offered:
             refused.setdefault(check.why, []).append(name)
-    return [f"{what}: the code of {', '.join(names)} was run against the call: {why}" for why, names in refused.items()]
+    return [f"{what}: the code of {', '.join(names)}: {why}" for why, names in refused.items()]
 
 
 def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: list[str],
@@ -192,7 +192,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                 flex_specs[i] = spec
     if to_check:
         say(f"sdpa-tui watch: running the advice's code against {len(to_check)} call(s) before it is offered")
-    checked = checked_codes(report, to_check, notes, max(CODE_CHECK_AT_LEAST_S, deadline - time.monotonic()))
+    checked = checked_codes(to_check, notes, lambda i: report.rows[i].signature.describe(),
+                            max(CODE_CHECK_AT_LEAST_S, deadline - time.monotonic()))
     for items in by_device.values():  # the rewrites whose code gave the call's output
         items += [(i, variant, changed, differences) for i, _, _, differences in list(items)
                   for variant, changed in changes[i] if variant in checked[i]]

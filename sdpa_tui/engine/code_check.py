@@ -66,7 +66,8 @@ def main() -> int:
             answers = {name: {"matched": c.matched} if c.offered else {"error": c.why}
                        for name, c in check(call).items()}
         except Exception as exc:  # noqa: BLE001 - one call that cannot be rebuilt: each of its codes says why
-            why = f"the call could not be rebuilt to run its code: {type(exc).__name__}: {exc}".splitlines()[0][:200]
+            why = (f"the call could not be rebuilt to run its code: {type(exc).__name__}: {exc}".splitlines()[0][:200]
+                   + "; not offered")
             answers = {offered.name: {"error": why} for offered in call.codes}
         sys.stdout.write(json.dumps(answers) + "\n")
         sys.stdout.flush()

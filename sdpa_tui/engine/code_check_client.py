@@ -18,7 +18,7 @@ def check_codes(calls: Sequence[CodesToCheck], timeout_s: float) -> list[dict[st
     out = []
     for i, call in enumerate(calls):
         answer = answers[i] if i < len(answers) else {}
-        missing = f"not run against the call ({why or 'the checking process gave no answer'}); not offered"
+        missing = f"not run against the call: {why or 'the checking process gave no answer'}; not offered"
         out.append({c.name: CodeCheck(answer[c.name]["matched"]) if "matched" in answer.get(c.name, {})
                     else CodeCheck(None, str(answer.get(c.name, {}).get("error") or missing)) for c in call.codes})
     return out
