@@ -12,6 +12,8 @@ from ..core.watched_calls import OUTPUT_TOLERANCE
 from .calls import Inputs
 from .quality import compare
 
+DIFFERS = "its output differs from the call's SDPA output on the same inputs"
+
 
 class DiffersFromTheCall(Exception):
     """The code's output is not SDPA's for the call: the code is not offered."""
@@ -69,6 +71,5 @@ def matched(out: torch.Tensor, own: torch.Tensor, dtype: torch.dtype) -> float:
     _, rel = compare(out, own.double())
     tolerance = OUTPUT_TOLERANCE.get(str(dtype), 3e-2)
     if not rel <= tolerance:  # NaN too
-        raise DiffersFromTheCall(f"its output differs from the call's SDPA output on the same inputs: max rel err "
-                                 f"{rel:.1e} > {tolerance:.0e} ({dtype_name(str(dtype))}); not offered")
+        raise DiffersFromTheCall(f"{DIFFERS}: max rel err {rel:.1e} > {tolerance:.0e} ({dtype_name(str(dtype))}); not offered")
     return rel
