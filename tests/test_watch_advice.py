@@ -314,9 +314,9 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     note = report["advice"]["note"]
     assert "of a 2 s budget" in note and "the budget of 2 s ran out on cpu before" in note, note
     assert "(--advice-budget SECONDS gives more)" in note
-    steps = [line for line in proc.stderr.splitlines() if "measuring the alternatives: signature" in line]
-    assert steps and re.search(r"signature 1 of 5 \(.+\), \d+ s left of the budget$", steps[0]), steps
-    assert len(steps) == len({re.sub(r", \d+ s left of the budget$", "", s) for s in steps}), "a line per step"
+    steps = [line for line in proc.stderr.splitlines() if "measuring alternatives " in line]
+    assert steps and re.search(r"measuring alternatives 1/5, \d+ s left: .+$", steps[0]), steps
+    assert len(steps) == len({re.sub(r", \d+ s left:", "", s) for s in steps}), "a line per step"
     assert "\r" not in proc.stderr, "no in-place redrawing on a pipe"
     assert report["calls"][0]["alternatives"], "the busiest signature's own workload first"
     left = re.search(r"before (\d+) signature\(s\)", note)
@@ -324,8 +324,9 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     assert unmeasured == (int(left.group(1)) if left else 0) and "rewrite(s) were measured" in note, note
 
 
-def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
+def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monkeypatch):
     import io
+    import os
 
     from sdpa_tui.commands.advice_progress import StderrProgress
     from sdpa_tui.core.advice import AdviceProgress
@@ -334,6 +335,7 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
         def isatty(self) -> bool:
             return True
 
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((120, 40)))
     screen = Terminal()
     progress = StderrProgress(screen)
     progress(AdviceProgress(1, 3, "SDPA backends at [1, 8, 512, 64] fp32", 9.6))
@@ -341,20 +343,39 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
     progress.say("sdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)")
     progress.clear()
     text = screen.getvalue()
-    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends at [1, 8, 512, 64] " \
-           "fp32), 10 s left of the budget" in text
-    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 2 of 3" in text
+    assert "\r\x1b[Ksdpa-tui watch: measuring alternatives 1/3, 10 s left: SDPA backends at [1, 8, 512, 64] " \
+           "fp32" in text
+    assert "\r\x1b[Ksdpa-tui watch: measuring alternatives 2/3, 7 s left" in text
     assert text.endswith("\r\x1b[Ksdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)\n"), \
         "a message clears the progress line first; nothing is left drawn at the end"
     piped = io.StringIO()
     progress = StderrProgress(piped)
     for left in (9.0, 8.5, 8.0):  # one step, redrawn on a terminal: one line on a pipe
         progress(AdviceProgress(1, 3, "SDPA backends", left))
-    assert piped.getvalue() == "sdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends), 9 s left " \
-                               "of the budget\n"
+    assert piped.getvalue() == "sdpa-tui watch: measuring alternatives 1/3, 9 s left: SDPA backends\n"
 
 
 def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
     from sdpa_tui.commands.advise import default_budget_s
 
     assert default_budget_s(5.5) == 10.0 and default_budget_s(400.0) == 100.0
+
+
+def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redrawn(monkeypatch):
+    import io
+    import os
+
+    from sdpa_tui.commands.advice_progress import StderrProgress
+    from sdpa_tui.core.advice import AdviceProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
+    screen = Terminal()
+    StderrProgress(screen)(AdviceProgress(1, 3, "FlexAttention: its code run, compared with the call's output, timed",
+                                          5.0))
+    drawn = screen.getvalue().removeprefix("\r\x1b[K")
+    assert len(drawn) == 79 and drawn.startswith("sdpa-tui watch: measuring alternatives 1/3, 5 s left: ") \
+        and drawn.endswith("…")

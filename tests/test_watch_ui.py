@@ -378,10 +378,9 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
         line = app.calls.query_one("#advice-progress")
         assert not line.display
         await pilot.press("b")
-        await settle(pilot, until=lambda: seen.is_set() and "signature 2 of 5" in widget_text(app, "#advice-progress"))
+        await settle(pilot, until=lambda: seen.is_set() and "alternatives 2/5" in widget_text(app, "#advice-progress"))
         assert " ".join(widget_text(app, "#advice-progress").split()) == (
-            "measuring the alternatives: signature 2 of 5 (SDPA backends at [2, 8, 16, 32] fp32), 6 s left of the "
-            "budget")
+            "measuring alternatives 2/5, 6 s left: SDPA backends at [2, 8, 16, 32] fp32")
         release.set()
         await settle(pilot, until=lambda: not line.display)
         assert not line.display, "gone once the measuring ended"

@@ -3,6 +3,7 @@ per step (signature and what is measured there), so that a log holds each step o
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from typing import TextIO
@@ -30,7 +31,9 @@ class StderrProgress:
                 self.stream.flush()
             return
         if new_step or self._drawn_at is None or now - self._drawn_at >= REDRAW_EVERY_S:
-            self.stream.write("\r\x1b[K" + PREFIX + progress.line())
+            width = shutil.get_terminal_size().columns - 1  # a line that wrapped could not be redrawn in place
+            line = PREFIX + progress.line()
+            self.stream.write("\r\x1b[K" + (line if len(line) <= width else line[:width - 1] + "…"))
             self.stream.flush()
             self._drawn_at = now
 

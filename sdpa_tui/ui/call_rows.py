@@ -189,9 +189,13 @@ def uninspected_cells(calls: UninspectedCalls) -> dict[str, str]:
 
 
 def uninspected_detail(calls: UninspectedCalls) -> list[str]:
+    noted = sum(calls.sites.values())
+    sites = [f"site    {site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()]
+    if noted < calls.count:  # only the first calls' sites were noted
+        sites = [f"site    {site}" for site in calls.sites] + [f"        (where its first {noted:,} calls came from)"]
     return [
         f"{calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}",
-        *(f"site    {site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()),
+        *sites,
         *([f"modules {', '.join(calls.modules)}"] if calls.modules else []),
         "", "SDPA runs inside C++ there, never through the Python function watch intercepts: its backend, time, "
         "kernels and checks are unseen. Autograd on (training) or train() mode takes the Python path, which watch "

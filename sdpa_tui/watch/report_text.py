@@ -182,10 +182,12 @@ def uninspected_lines(found: Sequence[UninspectedCalls], width: int) -> list[str
     """Calls that reached SDPA inside C++: how many, from where, and that no row holds them."""
     lines = []
     for calls in found:
-        sites = ", ".join(f"{site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items())
         noted = sum(calls.sites.values())
-        where = f" at {sites}" + (f" (the first {noted:,} calls' sites)" if noted < calls.count else "") if sites \
-            else ""
+        if noted < calls.count:  # only the first calls' sites were noted: their counts would read as the total
+            where = f" at {', '.join(calls.sites)} (where its first {noted:,} calls came from)" if calls.sites else ""
+        else:
+            where = " at " + ", ".join(f"{site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()) \
+                if calls.sites else ""
         modules = f" in {', '.join(calls.modules)}" if calls.modules else ""
         lines += ["", *wrapped(f"NOT INSPECTED: {calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}"
                                 f"{where}{modules}: SDPA runs inside C++ there, so watch cannot say their backend, "
