@@ -9,14 +9,14 @@ import subprocess
 import sys
 from typing import Any
 
-from .profiler_client import PACKAGE_ROOT
+from .. import IMPORT_ROOT
 
 
 def ask(module: str, payload: dict[str, Any], timeout_s: float) -> tuple[list[dict[str, Any]], str]:
     """Run ``python -m module`` with ``payload``: its answers (one JSON object a line), and why it stopped short
     ("" when it exited cleanly with every line readable)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (IMPORT_ROOT, env.get("PYTHONPATH", "")) if p)
     try:
         proc = subprocess.run([sys.executable, "-m", module], input=json.dumps(payload), capture_output=True,
                               text=True, timeout=timeout_s, env=env)

@@ -17,9 +17,9 @@ import subprocess
 import sys
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import NoReturn
 
+from .. import IMPORT_ROOT
 from ..core.engine_commands import CaptureKernels, Shutdown
 from ..core.records import Environment, KernelCapture, Ready
 from ..core.wire_format import ProtocolError
@@ -32,7 +32,6 @@ MAX_BURSTS = 200
 IDLE_EXIT_S = 120.0
 """The process leaves by itself after this long without a request (the engine may be paused
 or gone); the client starts a new one rather than reuse one idle for 5/6 of it."""
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class ProfilerFailed(RuntimeError):
@@ -85,7 +84,7 @@ class ProfilerClient:
         command = [sys.executable, "-m", "sdpa_tui.engine.profiler_process", str(theirs.fileno()), self.device,
                    "--idle-exit-s", str(self.idle_exit_s)]
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (IMPORT_ROOT, env.get("PYTHONPATH", "")) if p)
         out = self.output.fileno()
         try:
             self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,

@@ -15,7 +15,9 @@ from types import FrameType
 
 import torch
 
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+from .. import PACKAGE_DIR
+
+_OWN_DIR = PACKAGE_DIR + os.sep
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, _OWN_DIR)
 def site_dirs() -> list[str]:
     """The interpreter's site-packages folders (none where ``site`` cannot say: an embedded interpreter)."""

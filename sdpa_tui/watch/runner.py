@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import IMPORT_ROOT
 from ..core.watch_report import WatchReport, build_report
 from ..core.watched_calls import ProcessState
 from .channel import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
@@ -22,7 +23,6 @@ from .contention import ContendedCalls
 from .script_files import unopenable_script
 
 STOP_GRACE_S = 5.0
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _BOOTSTRAP = "sdpa_tui.watch.bootstrap"
 _PYTHON_NAMES = ("python", "python3")
 _VALUE_OPTIONS = ("-W", "-X")
@@ -113,7 +113,7 @@ class WatchedProgram:
         env[SOCKET_ENV] = self.listener.path
         env[REPRO_DIR_ENV] = self.repro_dir
         # the hook's sitecustomize watches every Python process the program starts (startup.py)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, _PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, IMPORT_ROOT, env.get("PYTHONPATH", "")) if p)
         stdin = self._in if self._in is not None else None
         own_group = not (stdin is None and sys.stdin is not None and sys.stdin.isatty())
         self.started = time.monotonic()

@@ -17,13 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
+from .. import IMPORT_ROOT
 from ..core.trace import load_trace
 from ..core.window_reading import WindowReading, from_json, read_window
 
 KEEP_TRACES_ENV = "SDPA_TUI_KEEP_TRACES"
-_ROOT = str(Path(__file__).resolve().parents[2])
 _HELPER = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from sdpa_tui.core.window_reading import main; "
            "sys.exit(main(sys.argv[1:]))")
 HELPER_TIMEOUT_S = 300.0
@@ -68,7 +67,7 @@ def read(path: str) -> WindowReading:
 
 def _read(path: str) -> WindowReading:
     try:
-        proc = subprocess.run([sys.executable, "-I", "-c", _HELPER, _ROOT, path], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-I", "-c", _HELPER, IMPORT_ROOT, path], capture_output=True, text=True,
                               timeout=HELPER_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if proc.returncode == 0:
             return from_json(proc.stdout)

@@ -11,7 +11,10 @@ import sys
 
 _here = os.path.dirname(os.path.abspath(__file__))
 try:
-    _root = os.path.dirname(os.path.dirname(os.path.dirname(_here)))
+    _root = _here  # the folder that holds the sdpa_tui package, however deep in it this hook sits
+    while os.path.basename(_root) != "sdpa_tui" and os.path.dirname(_root) != _root:
+        _root = os.path.dirname(_root)
+    _root = os.path.dirname(_root)
     if "sdpa_tui" not in sys.modules:
         sys.path.insert(0, _root)
         try:
