@@ -34,9 +34,8 @@ def test_ruff_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-TYPE_CHECKED = ["sdpa_tui/core", *(f"sdpa_tui/engine/{name}.py" for name in (
-    "client", "supervisor", "device_engines", "headless", "channel", "profiler_client", "compiled_cost_client", "child_json",
-    "flex_cost_client", "early_start"))]
+TYPE_CHECKED = ["sdpa_tui/core", "sdpa_tui/engine/host", "sdpa_tui/engine/record_pipe.py",
+                "sdpa_tui/engine/profiler/profiler_client.py"]
 """The core (records, engine commands, the wire format, the EngineHandle Protocol, the lab controller, the report
 models) and the engine's host side, which the UI and the commands call across the process seam."""
 
@@ -52,25 +51,25 @@ UI_SIDE_MODULES = [
     "sdpa_tui",
     "sdpa_tui.cli",
     "sdpa_tui.core",
-    "sdpa_tui.core.backend_state",
+    "sdpa_tui.core.lab.backend_state",
     "sdpa_tui.core.backends",
-    "sdpa_tui.core.engine_commands",
-    "sdpa_tui.core.kernel_names",
-    "sdpa_tui.core.kernel_short_names",
-    "sdpa_tui.core.records",
-    "sdpa_tui.core.session",
+    "sdpa_tui.core.protocol.engine_commands",
+    "sdpa_tui.core.traces.kernel_names",
+    "sdpa_tui.core.traces.kernel_short_names",
+    "sdpa_tui.core.protocol.records",
+    "sdpa_tui.core.lab.session",
     "sdpa_tui.core.stats",
-    "sdpa_tui.core.trace",
-    "sdpa_tui.core.wire_format",
+    "sdpa_tui.core.traces.trace",
+    "sdpa_tui.core.protocol.wire_format",
     "sdpa_tui.core.workload",
-    "sdpa_tui.engine.client",
-    "sdpa_tui.engine.headless",
-    "sdpa_tui.engine.channel",
-    "sdpa_tui.exports.comparison",
-    "sdpa_tui.exports.tables",
+    "sdpa_tui.engine.host.client",
+    "sdpa_tui.engine.host.headless",
+    "sdpa_tui.engine.record_pipe",
+    "sdpa_tui.exports.lab.report_data",
+    "sdpa_tui.exports.lab.report_tables",
     "sdpa_tui.commands.report",
-    "sdpa_tui.engine.supervisor",
-    "sdpa_tui.engine.device_engines",
+    "sdpa_tui.engine.host.supervisor",
+    "sdpa_tui.engine.host.device_engines",
 ]
 
 
@@ -91,7 +90,7 @@ def test_ui_side_modules_do_not_import_torch():
 def test_the_check_above_would_see_torch():
     """The same probe sees torch when an engine-side module is imported (so the test above can fail)."""
     pytest.importorskip("torch")
-    code = "import sys, sdpa_tui.engine.calls; print('torch' in sys.modules)"
+    code = "import sys, sdpa_tui.engine.measuring.sdpa_call; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.records import (
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
     Environment,
@@ -23,14 +24,13 @@ from sdpa_tui.core.records import (
     Ready,
     Sample,
 )
-from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.exports import durable_fs
-from sdpa_tui.exports import snapshot as snap
-from sdpa_tui.exports.comparison import SCHEMA_VERSION
-from sdpa_tui.exports.history_csv import HISTORY_COLUMNS
-from sdpa_tui.exports.snapshot import SnapshotError, SnapshotWriter, read_snapshot, write_snapshot
-from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
+from sdpa_tui.exports.files import durable_fs
+from sdpa_tui.exports.lab import snapshot_folder as snap
+from sdpa_tui.exports.lab.history_csv import HISTORY_COLUMNS
+from sdpa_tui.exports.lab.report_data import SCHEMA_VERSION
+from sdpa_tui.exports.lab.snapshot_folder import SnapshotError, SnapshotWriter, read_snapshot, write_snapshot
+from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 
 FIXED_TIME = 1_700_000_000.0  # every snapshot of a test is taken "in the same second"
 SAMPLES_PER_BACKEND = 5

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .gpu_poller import GpuPoller
+from .gpu_snapshot import GpuSnapshot
 from .nvml import NvmlReader, _error_text, import_pynvml
-from .snapshot import GpuSnapshot
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .snapshot import NVML_FIELDS, GpuProcess, GpuSnapshot, decode_clock_event_reasons
+from .gpu_snapshot import NVML_FIELDS, GpuProcess, GpuSnapshot, decode_clock_event_reasons
 
 log = logging.getLogger(__name__)
 
