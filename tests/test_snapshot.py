@@ -275,7 +275,7 @@ def test_read_only_base_dir(tmp_path, session):
 
 
 def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypatch):
-    real_write = snap._write_file
+    real_write = snap.write_file
 
     def full_disk(path, text, newline=None):
         if Path(path).name == "history.csv":
@@ -284,7 +284,7 @@ def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypa
 
     writer = SnapshotWriter.begin(tmp_path)
     writer.trace_path(Backend.MATH).write_text("{}")
-    monkeypatch.setattr(snap, "_write_file", full_disk)
+    monkeypatch.setattr(snap, "write_file", full_disk)
     with pytest.raises(SnapshotError, match="No space left") as info:
         writer.finish(session, screen_svg="<svg/>")
     assert str(info.value) == f"cannot write snapshot to {tmp_path}: No space left on device"
@@ -292,7 +292,7 @@ def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypa
     assert entries(tmp_path) == []  # no partial files, not even hidden ones
     assert len(session.history()) == SAMPLES_FED  # the data is still in memory
 
-    monkeypatch.setattr(snap, "_write_file", real_write)  # space freed: the user retries
+    monkeypatch.setattr(snap, "write_file", real_write)  # space freed: the user retries
     out = write_snapshot(tmp_path, session, screen_svg="<svg/>")
     assert entries(tmp_path) == [out.name]
     assert len(read_snapshot(out)["history"]) == SAMPLES_FED
@@ -302,7 +302,7 @@ def test_failure_at_rename_leaves_nothing(tmp_path, session, monkeypatch):
     def no_rename(src, dst):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dst))
 
-    monkeypatch.setattr(snap, "_rename_noreplace", no_rename)
+    monkeypatch.setattr(snap, "rename_noreplace", no_rename)
     with pytest.raises(SnapshotError, match="Permission denied"):
         write_snapshot(tmp_path, session)
     assert entries(tmp_path) == []

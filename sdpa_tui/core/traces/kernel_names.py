@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..protocol.records import KernelInfo
-from .kernel_short_names import _core, short_name
+from .kernel_short_names import function_and_template, short_name
 
 ATTENTION_FAMILIES = frozenset(
     {
@@ -234,7 +234,7 @@ def identify(name: str) -> KernelIdentity:
         return KernelIdentity(short_name(name), "memset")
     if name.startswith("Memcpy"):
         return KernelIdentity(short_name(name), "copy")
-    func, template = _core(name)
+    func, template = function_and_template(name)
     found = (
         _cudnn(name, func)
         or _flash(func, template)

@@ -1,6 +1,6 @@
 """Short readable kernel names, and the parsing of the demangled C++ signatures CUPTI reports.
 
-:func:`short_name` is what the tables show; :func:`_core` (a signature's own function name and
+:func:`short_name` is what the tables show; :func:`function_and_template` (a signature's own function name and
 template arguments) is what :mod:`.kernel_names` identifies kernels from.
 """
 
@@ -52,7 +52,7 @@ def _first_arg(template: str) -> str:
     return template
 
 
-def _core(name: str) -> tuple[str, str]:
+def function_and_template(name: str) -> tuple[str, str]:
     """The kernel's own function name (namespaces dropped) and its template arguments."""
     parts = _split(name)
     if parts is None:
@@ -92,5 +92,5 @@ def short_name(name: str) -> str:
         return _clip(trimmed)
     if _is_plain(name):
         return _clip(name)
-    return _clip(_core(name)[0] or name)
+    return _clip(function_and_template(name)[0] or name)
 

@@ -6,7 +6,6 @@ happens here, with fd 1 and fd 2 captured before torch is imported.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import signal
@@ -15,6 +14,7 @@ from multiprocessing.connection import Connection
 
 from ...core.protocol.records import EngineError, Log
 from ..output_capture import OutputCapture
+from ..parent_death import die_with_parent
 from ..profiler.profiler_client import start_early
 from ..record_pipe import Channel, ChannelClosed
 from .cuda_prewarm import Prewarm
@@ -25,15 +25,6 @@ EXIT_STARTUP = 4
 EXIT_RECYCLE = 5
 
 
-def _die_with_parent() -> None:
-    """Linux: get SIGTERM when the parent dies, even by SIGKILL (no orphan holding the GPU)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def main(conn: Connection, device_request: str, spawned_at: float | None = None) -> None:
     startup = StartupClock(spawned_at)
     startup.mark("interpreter")
@@ -42,7 +33,7 @@ def main(conn: Connection, device_request: str, spawned_at: float | None = None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     parent = os.getppid()
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # the UI died before PR_SET_PDEATHSIG was armed
         sys.exit(0)
     capture = OutputCapture()

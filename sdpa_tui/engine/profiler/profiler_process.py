@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ...core.protocol.engine_commands import CaptureKernels, Shutdown
 from ...core.protocol.records import KernelCapture, Ready
-from ..child.worker import _die_with_parent
+from ..parent_death import die_with_parent
 from ..record_pipe import Channel, ChannelClosed
 from .profiler_client import IDLE_EXIT_S
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the engine decides when we stop
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     parent = os.getppid()
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:
         return 0
     try:

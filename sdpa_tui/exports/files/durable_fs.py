@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _write_file(path: Path, text: str, newline: str | None = None) -> None:
+def write_file(path: Path, text: str, newline: str | None = None) -> None:
     """Write ``text`` to a new file and flush it to disk."""
     with open(path, "x", encoding="utf-8", newline=newline) as f:
         f.write(text)
@@ -19,7 +19,7 @@ def _write_file(path: Path, text: str, newline: str | None = None) -> None:
         os.fsync(f.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Best effort: make a rename or new entries in ``path`` durable (not all systems allow it)."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -55,7 +55,7 @@ def _get_renameat2() -> Any:
     return _renameat2
 
 
-def _rename_noreplace(src: Path, dst: Path) -> None:
+def rename_noreplace(src: Path, dst: Path) -> None:
     """Rename directory ``src`` to ``dst``; :class:`FileExistsError` if ``dst`` exists, never replacing it.
 
     Linux: ``renameat2(RENAME_NOREPLACE)``, atomic. Elsewhere (or on file systems without it):

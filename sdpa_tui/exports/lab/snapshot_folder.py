@@ -31,7 +31,7 @@ from ...core.backends import Backend
 from ...core.lab.session import Session
 from ...telemetry.gpu_snapshot import GpuSnapshot
 from ..files.document_files import SNAPSHOT_JSON, UnreadableDocument, read_document
-from ..files.durable_fs import _fsync_dir, _rename_noreplace, _write_file
+from ..files.durable_fs import fsync_dir, rename_noreplace, write_file
 from .history_csv import history_csv_text, history_dict
 from .report_data import SCHEMA_VERSION, report_dict
 from .report_tables import markdown_report
@@ -167,12 +167,12 @@ class SnapshotWriter:
             traces = self.trace_files()
             document = self._document(session, gpu, traces, extra, screen_svg is not None)
             text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-            _write_file(self.staging_dir / SNAPSHOT_JSON, text)
-            _write_file(self.staging_dir / REPORT_MD, markdown_report(session))
-            _write_file(self.staging_dir / HISTORY_CSV, history_csv_text(session.history()), newline="")
+            write_file(self.staging_dir / SNAPSHOT_JSON, text)
+            write_file(self.staging_dir / REPORT_MD, markdown_report(session))
+            write_file(self.staging_dir / HISTORY_CSV, history_csv_text(session.history()), newline="")
             if screen_svg is not None:
-                _write_file(self.staging_dir / SCREEN_SVG, screen_svg)
-            _fsync_dir(self.staging_dir)
+                write_file(self.staging_dir / SCREEN_SVG, screen_svg)
+            fsync_dir(self.staging_dir)
             final = self._publish()
         except OSError as exc:
             error = _write_error(self.base_dir, exc)
@@ -222,10 +222,10 @@ class SnapshotWriter:
             if os.path.lexists(target):
                 continue
             try:
-                _rename_noreplace(self.staging_dir, target)
+                rename_noreplace(self.staging_dir, target)
             except FileExistsError:
                 continue  # appeared meanwhile: take the next suffix
-            _fsync_dir(self.base_dir)
+            fsync_dir(self.base_dir)
             return target
         raise FileExistsError(errno.EEXIST, f"{stem} and {_MAX_SUFFIX - 1} numbered variants all exist")
 

@@ -15,7 +15,7 @@ from ...core.sweep.sweep_findings import pick_findings
 from ...core.sweep.sweep_points import Sweep, SweepPoint, clock_of
 from ...core.units import us_number
 from ..lab.report_tables import environment_line
-from .sweep_format import _fastest, _mib, describe_base
+from .sweep_format import describe_base, fastest_by_length, mib_cell
 
 SCHEMA_VERSION = 2
 """2: ``pick_not_fastest`` (where SDPA's pick is not the fastest) was added."""
@@ -99,7 +99,7 @@ def sweep_markdown(
         if b in with_memory:
             headers.append(f"{b.label} peak MiB")
     by = {(p.seq, p.backend): p for p in points}
-    fastest = _fastest(points)
+    fastest = fastest_by_length(points)
     out = [
         f"# SDPA sweep · {describe_base(sweep.workloads[0], kv_fixed)}",
         "",
@@ -120,7 +120,7 @@ def sweep_markdown(
             else:
                 cells.append(p.status_text.replace("|", "\\|"))
             if b in with_memory:
-                cells.append(_mib(p.peak_mib) if p is not None and p.ran else "")
+                cells.append(mib_cell(p.peak_mib) if p is not None and p.ran else "")
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "Bold: fastest at that length. Medians; " + (
         "GPU/call is device time per call from CUDA graph replay." if gpu

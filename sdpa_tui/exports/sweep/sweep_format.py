@@ -10,7 +10,7 @@ from ...core.sweep.sweep_points import SweepPoint, clock_of
 from ...core.workload import Workload
 
 
-def _mib(value: float | None) -> str:
+def mib_cell(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
@@ -21,7 +21,7 @@ def describe_base(workload: Workload, kv_fixed: int | None) -> str:
     return workload.describe(swept=True, kv_fixed=kv_fixed is not None)
 
 
-def _fastest(points: list[SweepPoint]) -> dict[int, Backend]:
+def fastest_by_length(points: list[SweepPoint]) -> dict[int, Backend]:
     """The fastest backend at each length where at least two ran."""
     best: dict[int, list[tuple[float, Backend]]] = {}
     gpu = clock_of(points) == "GPU/call"

@@ -18,7 +18,7 @@ from ...core.sweep.sweep_findings import pick_findings
 from ...core.sweep.sweep_points import ERROR, NOT_ELIGIBLE, OOM, PENDING, SKIPPED, Sweep, SweepPoint, clock_of
 from ...core.units import us_number
 from ..lab.report_tables import environment_line
-from .sweep_format import _fastest, _mib, describe_base
+from .sweep_format import describe_base, fastest_by_length, mib_cell
 
 CELL = {OOM: "OOM", NOT_ELIGIBLE: "inelig", ERROR: "error", SKIPPED: "skip", PENDING: "…"}
 """What a table cell says where a backend did not run."""
@@ -86,7 +86,7 @@ def sweep_table(sweep: Sweep, points: list[SweepPoint], kv_fixed: int | None) ->
         table.add_column(f"{b.label}\n{unit}", justify="right", no_wrap=True)
         if b in with_memory:
             table.add_column("\nMiB", justify="right", no_wrap=True)
-    fastest = _fastest(points)
+    fastest = fastest_by_length(points)
     by = {(p.seq, p.backend): p for p in points}
     for seq in sweep.seqs:
         cells = [str(seq)]
@@ -100,7 +100,7 @@ def sweep_table(sweep: Sweep, points: list[SweepPoint], kv_fixed: int | None) ->
             else:
                 cells.append(CELL.get(p.status, p.status) + " ")
             if b in with_memory:
-                cells.append(_mib(p.peak_mib) if p is not None and p.ran else "")
+                cells.append(mib_cell(p.peak_mib) if p is not None and p.ran else "")
         table.add_row(*cells)
     return table
 
@@ -168,7 +168,7 @@ def table_legend(sweep: Sweep, points: list[SweepPoint]) -> str:
     """What the marks in the table mean: only those that appear."""
     shown, _ = _columns(sweep, points)
     statuses = {p.status for p in points if p.backend in shown}
-    legend = ["* fastest at that length"] if _fastest(points) else []
+    legend = ["* fastest at that length"] if fastest_by_length(points) else []
     meaning = {OOM: "out of memory", NOT_ELIGIBLE: "not eligible", ERROR: "failed", SKIPPED: "not measured",
                PENDING: "not measured yet"}
     legend += [f"{CELL[s]} {meaning[s]}" for s in (OOM, NOT_ELIGIBLE, ERROR, SKIPPED, PENDING) if s in statuses]
