@@ -1,4 +1,4 @@
-"""What watch's backward sentinel costs a training step (``sdpa_tui/watch/gradient_sentinel.py``).
+"""What watch's backward sentinel costs a training step (``sdpa_tui/watch/probe/checks/gradient_sentinel.py``).
 
 A transformers Llama from a config (random weights) trains on a padded batch (a bool mask: every layer's SDPA
 call records autograd, so each is a sentinel candidate) in one process, the variants alternated step by step
@@ -33,8 +33,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from sdpa_tui.watch import gradient_reference, gradient_sentinel, output_check  # noqa: E402
-from sdpa_tui.watch.install import install  # noqa: E402
+from sdpa_tui.watch.probe.checks import gradient_reference, gradient_sentinel, output_check  # noqa: E402
+from sdpa_tui.watch.probe.install import install  # noqa: E402
 
 VARIANTS = ("plain", "wrapper", "sentinel", "every call")
 

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from sdpa_tui.watch import bursts, cupti_detach
-from sdpa_tui.watch.cupti_detach import DETACH_AFTER_S, ENV, OURS, CuptiDetach
+from sdpa_tui.watch.probe.kernels import bursts, cupti_detach
+from sdpa_tui.watch.probe.kernels.cupti_detach import DETACH_AFTER_S, ENV, OURS, CuptiDetach
 
 
 @pytest.fixture

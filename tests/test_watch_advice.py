@@ -8,10 +8,10 @@ import sys
 import pytest
 from test_watch_cpu import PROGRAMS, watch
 
-from sdpa_tui.core.advice import advise, priority_code, refused_backends, run_advice
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.calls.advice import advise, priority_code, refused_backends, run_advice
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 from sdpa_tui.core.workload import Workload
 
 
@@ -107,7 +107,7 @@ def test_no_advice_measures_nothing(tmp_path):
 def test_a_mask_is_read_as_causal_only_when_it_is_exactly_what_is_causal_applies():
     import torch
 
-    from sdpa_tui.watch.choice import mask_is_causal
+    from sdpa_tui.watch.probe.explain.choice import mask_is_causal
 
     q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 7, 8)
     keep = torch.ones(5, 7, dtype=torch.bool).tril()
@@ -171,9 +171,9 @@ def test_on_a_gpu_the_output_check_flags_only_the_site_fed_a_nan(tmp_path):
 def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
     from dataclasses import replace
 
-    from sdpa_tui.core.call_signature import CallSignature
-    from sdpa_tui.core.watch_report import build_report
-    from sdpa_tui.core.watched_calls import CallStats, OutputCheck, ProcessState
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watch_report import build_report
+    from sdpa_tui.core.calls.watched_calls import CallStats, OutputCheck, ProcessState
     from sdpa_tui.ui.call_rows import CHECK_FAILED, check_lines, table_cells
 
     sig = CallSignature(q_shape=(1, 2, 48, 16), kv_shape=(1, 2, 48, 16), dtype="torch.float32", device="cpu",
@@ -195,8 +195,8 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
     call of another thread meanwhile ran MATH and its result changed (concurrency.py, watched, in CI)."""
     import torch
 
-    from sdpa_tui.core.watched_calls import OutputCheck
-    from sdpa_tui.watch import output_check
+    from sdpa_tui.core.calls.watched_calls import OutputCheck
+    from sdpa_tui.watch.probe.checks import output_check
 
     seen = []
     real = output_check.reference
@@ -218,8 +218,8 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
 def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never_best():
     from dataclasses import replace
 
-    from sdpa_tui.commands.advise import rewrite_codes, rewritten
-    from sdpa_tui.core.advice import Rewrite
+    from sdpa_tui.core.calls.advice import Rewrite
+    from sdpa_tui.watch.advise import rewrite_codes, rewritten
 
     gqa = Workload(heads=8, kv_heads=2, dtype="fp32", mask="padding")
     assert [v for v, _ in rewritten(True, gqa)] == ["is_causal", "expand_kv", "bf16"]
@@ -241,7 +241,7 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
     import torch.nn.functional as F
     from advice_apply import apply_top_advice
 
-    from sdpa_tui.commands.advise import rewrite_codes, rewritten
+    from sdpa_tui.watch.advise import rewrite_codes, rewritten
 
     odd = Workload(head_dim=100, dtype="bf16")
     assert dict(rewritten(False, odd))["pad_head_dim"].head_dim == 104
@@ -259,7 +259,7 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
 
 def test_a_compiled_call_is_measured_not_advised_and_the_cost_of_the_graphs_other_pick_is_said():
     """pytorch#177712: the compiled graph ran Mem-efficient where eager SDPA picks Flash for the same arguments."""
-    from sdpa_tui.core.advice import compiled_advice
+    from sdpa_tui.core.calls.advice import compiled_advice
 
     session = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98], Backend.FLASH: [40.0, 41, 39, 40, 42, 38]})
     measured = advise(session, "MATH")
@@ -278,8 +278,8 @@ def test_a_calls_mask_form_is_read_as_an_alternative_needs_it():
     """Issue 36, item 5: transformers' causal mask with padding was measured and coded as key padding alone."""
     import torch
 
-    from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
-    from sdpa_tui.watch.choice import mask_form
+    from sdpa_tui.core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
+    from sdpa_tui.watch.probe.explain.choice import mask_form
 
     q, k = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 6, 8)
     key_keep = torch.ones(2, 6, dtype=torch.bool)
@@ -328,8 +328,8 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monke
     import io
     import os
 
-    from sdpa_tui.commands.advice_progress import StderrProgress
-    from sdpa_tui.core.advice import AdviceProgress
+    from sdpa_tui.core.calls.advice import AdviceProgress
+    from sdpa_tui.watch.advice_progress import StderrProgress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -356,7 +356,7 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monke
 
 
 def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
-    from sdpa_tui.commands.advise import default_budget_s
+    from sdpa_tui.watch.advise import default_budget_s
 
     assert default_budget_s(5.5) == 10.0 and default_budget_s(400.0) == 100.0
 
@@ -365,8 +365,8 @@ def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redra
     import io
     import os
 
-    from sdpa_tui.commands.advice_progress import StderrProgress
-    from sdpa_tui.core.advice import AdviceProgress
+    from sdpa_tui.core.calls.advice import AdviceProgress
+    from sdpa_tui.watch.advice_progress import StderrProgress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

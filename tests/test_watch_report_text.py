@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import (
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import (
     CPU_KERNELS_NOTE,
     BackwardStats,
     CallStats,

@@ -18,12 +18,12 @@ from textual.widgets import DataTable, Log
 from ui_fakes import FakeEngine, FakeGpuSource, settle, widget_text
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import ProcessState
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import ProcessState
+from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.watch_app import WatchApp
-from sdpa_tui.watch.runner import WatchedProgram
+from sdpa_tui.watch.watched_program import WatchedProgram
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -167,8 +167,8 @@ class RankedProgram(RecordedProgram):
     """Two ranks of a job that has ended: a signature both made (3 and 5 calls), one only rank 1 made."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.call_signature import CallSignature
-        from sdpa_tui.core.watched_calls import CallStats
+        from sdpa_tui.core.calls.call_signature import CallSignature
+        from sdpa_tui.core.calls.watched_calls import CallStats
 
         both = CallSignature((1, 2, 16, 8), (1, 2, 16, 8), "torch.float32", "cpu", causal=True)
         one = CallSignature((1, 2, 16, 8), (1, 2, 32, 8), "torch.float32", "cpu")
@@ -209,28 +209,28 @@ def test_watch_logs_go_to_the_cache_and_only_the_newest_are_kept(tmp_path, monke
     """Each live watch run left its output log in /tmp for good (issue 21, item 4)."""
     import os
 
-    from sdpa_tui.ui import watch_launch
+    from sdpa_tui.commands import watch_monitor
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    folder = watch_launch.log_dir()
+    folder = watch_monitor.log_dir()
     assert folder == str(tmp_path / "sdpa-tui" / "watch")
-    for i in range(watch_launch.KEEP_LOGS + 3):
+    for i in range(watch_monitor.KEEP_LOGS + 3):
         path = os.path.join(folder, f"sdpa-tui-watch-old-{i:02d}.log")
         open(path, "w").close()
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
-    new = watch_launch.log_file_path()
+    new = watch_monitor.log_file_path()
     open(new, "w").close()
     left = sorted(e for e in os.listdir(folder))
-    assert len(left) == watch_launch.KEEP_LOGS and os.path.basename(new) in left
-    assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_launch.KEEP_LOGS + 2:02d}.log" in left
+    assert len(left) == watch_monitor.KEEP_LOGS and os.path.basename(new) in left
+    assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_monitor.KEEP_LOGS + 2:02d}.log" in left
 
 
 async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_and_code(tmp_path, monkeypatch):
     """Issue 18, item 4: the Calls view's best and saving columns, and the alternatives with their code in the
-    detail pane (the advisor is a stand-in here: what commands/advise.py measures is tested in test_watch_advice)."""
-    from sdpa_tui.core.advice import advise
+    detail pane (the advisor is a stand-in here: what watch/advise.py measures is tested in test_watch_advice)."""
     from sdpa_tui.core.backends import Backend
-    from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
+    from sdpa_tui.core.calls.advice import advise
+    from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 
     def advisor(report, say=None, progress=None):
         lab = Session(Workload(dtype="fp32"))
@@ -271,8 +271,8 @@ class TwoModelsProgram(RecordedProgram):
     deeply nested module: module cells of about 90 characters (issue 36, item 2)."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.call_signature import CallSignature
-        from sdpa_tui.core.watched_calls import CallStats
+        from sdpa_tui.core.calls.call_signature import CallSignature
+        from sdpa_tui.core.calls.watched_calls import CallStats
 
         merged = CallSignature((2, 4, 16, 8), (2, 4, 16, 8), "torch.float32", "cpu", mask="bool", mask_shape=(2, 1, 16, 16))
         nested = CallSignature((2, 4, 32, 8), (2, 2, 32, 8), "torch.float32", "cpu", causal=True, gqa=True)
@@ -359,7 +359,7 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
     """Issue 36, item 6: signature i of n and the time left of the budget, above the table while ``b`` measures."""
     import threading
 
-    from sdpa_tui.core.advice import AdviceProgress
+    from sdpa_tui.core.calls.advice import AdviceProgress
 
     seen, release = threading.Event(), threading.Event()
 
@@ -390,8 +390,8 @@ class NanGradientProgram(TwoModelsProgram):
     """The Math row's sampled backwards made dq non-finite (as pytorch#196678's cuDNN backward does), replayed."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.gradient_check import BackendReplay, GradientCheck
-        from sdpa_tui.core.watched_calls import OutputCheck
+        from sdpa_tui.core.calls.gradient_check import BackendReplay, GradientCheck
+        from sdpa_tui.core.calls.watched_calls import OutputCheck
 
         super().__init__()
         call = self.states[0].calls[0]
@@ -427,7 +427,7 @@ class FastPathProgram(TwoModelsProgram):
     """An nn.MultiheadAttention in eval with autograd off beside the two models: its calls run SDPA inside C++."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.watched_calls import UninspectedCalls
+        from sdpa_tui.core.calls.watched_calls import UninspectedCalls
 
         super().__init__()
         self.states[0].uninspected = [UninspectedCalls(
