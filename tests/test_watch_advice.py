@@ -3,6 +3,7 @@ shape after the program exited, the one that beats what ran, the saving over the
 
 from __future__ import annotations
 
+import io
 import sys
 
 import pytest
@@ -324,16 +325,18 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     assert unmeasured == (int(left.group(1)) if left else 0) and "rewrite(s) were measured" in note, note
 
 
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as stderr in one is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monkeypatch):
-    import io
     import os
 
     from sdpa_tui.core.calls.advice import AdviceProgress
     from sdpa_tui.watch.advice_progress import StderrProgress
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((120, 40)))
     screen = Terminal()
@@ -362,15 +365,10 @@ def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
 
 
 def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redrawn(monkeypatch):
-    import io
     import os
 
     from sdpa_tui.core.calls.advice import AdviceProgress
     from sdpa_tui.watch.advice_progress import StderrProgress
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
     screen = Terminal()

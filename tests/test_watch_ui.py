@@ -39,6 +39,13 @@ def watch_app(program, log_path: str) -> tuple[WatchApp, FakeEngine]:
     return app, engine
 
 
+def watch_recorded(program, tmp_path, monkeypatch) -> WatchApp:
+    """A recorded program's app, its log an empty file in ``tmp_path`` (the working directory)."""
+    monkeypatch.chdir(tmp_path)
+    Path("program.log").write_text("")
+    return watch_app(program, "program.log")[0]
+
+
 def watch_script(name: str, log_file) -> tuple[WatchedProgram, WatchApp, FakeEngine]:
     """tests/watch_programs/<name> run watched, its output into the fixture's log file."""
     path, f = log_file
@@ -182,9 +189,7 @@ class RankedProgram(RecordedProgram):
 
 
 async def test_r_shows_one_ranks_calls_then_the_next_then_all(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    Path("ranks.log").write_text("")
-    app, _ = watch_app(RankedProgram(), "ranks.log")
+    app = watch_recorded(RankedProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
 
@@ -243,9 +248,7 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
         if say:
             say("sdpa-tui watch: measured")
 
-    monkeypatch.chdir(tmp_path)
-    Path("shapes.log").write_text("")
-    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app = watch_recorded(RecordedProgram(), tmp_path, monkeypatch)
     app.advisor = advisor
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
@@ -291,9 +294,7 @@ class TwoModelsProgram(RecordedProgram):
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
 async def test_every_rows_count_backend_time_and_best_are_on_screen_and_long_modules_elided(size, tmp_path, monkeypatch):
     """Issue 36, item 2: at 120x40 the view ended at ``q shape [``, at 80x24 only site and module showed."""
-    monkeypatch.chdir(tmp_path)
-    Path("two.log").write_text("")
-    app, _ = watch_app(TwoModelsProgram(), "two.log")
+    app = watch_recorded(TwoModelsProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -337,9 +338,7 @@ class BusyHostProgram(TwoModelsProgram):
 
 async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_path, monkeypatch):
     """Issue 36, item 7: the Calls view had no contention flag (the lab's header has one)."""
-    monkeypatch.chdir(tmp_path)
-    Path("busy.log").write_text("")
-    app, _ = watch_app(BusyHostProgram(), "busy.log")
+    app = watch_recorded(BusyHostProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -369,9 +368,7 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
         assert release.wait(10)
         report.advice = [None] * len(report.rows)
 
-    monkeypatch.chdir(tmp_path)
-    Path("shapes.log").write_text("")
-    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app = watch_recorded(RecordedProgram(), tmp_path, monkeypatch)
     app.advisor = advisor
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
@@ -405,9 +402,7 @@ class NanGradientProgram(TwoModelsProgram):
 
 async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_gradients(tmp_path, monkeypatch):
     """Issue 35: the Calls view said nothing of the gradients; the forward check alone passed."""
-    monkeypatch.chdir(tmp_path)
-    Path("nan.log").write_text("")
-    app, _ = watch_app(NanGradientProgram(), "nan.log")
+    app = watch_recorded(NanGradientProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -438,9 +433,7 @@ class FastPathProgram(TwoModelsProgram):
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 async def test_calls_watch_cannot_inspect_get_a_row_with_their_site_and_count(size, tmp_path, monkeypatch):
     """Issue 36, item 4: nn.MultiheadAttention's fast path was undercounted live, with no notice on screen."""
-    monkeypatch.chdir(tmp_path)
-    Path("fast.log").write_text("")
-    app, _ = watch_app(FastPathProgram(), "fast.log")
+    app = watch_recorded(FastPathProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls._order) == 3)
         await settle(pilot)
