@@ -136,7 +136,7 @@ class KernelBursts:
             self.cupti.before_start()
         self._starting = True  # the first start attaches CUPTI (seconds on the H100): no schedule falls due meanwhile
         try:
-            log("start", _quiet_fd2(lambda: _start(profiler)))
+            log("start", quiet_fd2(lambda: _start(profiler)))
         except Exception as exc:  # noqa: BLE001 - a profiler that cannot start costs the kernels, not the program
             log(f"start failed: {exc!r}")
             self.captures.failed("start", exc)
@@ -174,7 +174,7 @@ class KernelBursts:
                 if self.cupti.before_stop(None if due is None else due - stopping, final, wanted_left):
                     detach = ", CUPTI detached"
                     self.captures.detached += 1
-            log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s{detach}", _quiet_fd2(profiler.stop))
+            log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s{detach}", quiet_fd2(profiler.stop))
         except Exception as exc:  # noqa: BLE001
             log(f"stop failed: {exc!r}")
             self.captures.failed("stop", exc)
@@ -216,7 +216,7 @@ def _start(profiler) -> None:
         profiler.start()
 
 
-def _quiet_fd2(fn) -> list[str]:
+def quiet_fd2(fn) -> list[str]:
     """Kineto writes ``profiler_start``-style lines to fd 2: keep them out of the program's stderr (they are
     returned)."""
     saved = os.dup(2)
@@ -235,5 +235,11 @@ def _quiet_fd2(fn) -> list[str]:
     return [line for line in lines if _is_profiler_noise(line)]
 
 
+PROFILER_NOISE = ("profiler_start", "profiler_stop", "USDT", "CUPTI", "Kineto", "kineto",
+                  "DeviceProperties.cpp")
+"""Words of the lines Kineto writes to fd 2 when a profiler starts or stops: ``DeviceProperties.cpp:56]
+gpuGetDeviceCount failed with code 35`` on a machine without a GPU driver (once a compiled graph ran, torch 2.14)."""
+
+
 def _is_profiler_noise(line: str) -> bool:
-    return any(word in line for word in ("profiler_start", "profiler_stop", "USDT", "CUPTI", "Kineto", "kineto"))
+    return any(word in line for word in PROFILER_NOISE)
