@@ -116,11 +116,11 @@ def running_backends(device: Any) -> list[tuple[Any, Any]]:
     """(backend, step) for each backend that runs the small workload on this device."""
     from sdpa_tui.core.backends import ALL_BACKENDS
     from sdpa_tui.core.workload import Workload
-    from sdpa_tui.engine import dispatch
-    from sdpa_tui.engine.calls import Inputs
+    from sdpa_tui.engine.measuring import eligibility
+    from sdpa_tui.engine.measuring.sdpa_call import Inputs
 
     inputs = Inputs.make(Workload(**SHAPE), device)
-    return [(b, inputs.step()) for b in ALL_BACKENDS if dispatch.probe(inputs, b, device).status == "ok"]
+    return [(b, inputs.step()) for b in ALL_BACKENDS if eligibility.probe(inputs, b, device).status == "ok"]
 
 
 def soak_states() -> list[tuple[Any, tuple[Any, ...]]]:
@@ -149,8 +149,9 @@ def soak_states() -> list[tuple[Any, tuple[Any, ...]]]:
 
 def _prepare_slices(name: str, device: Any, state: dict[str, Any]) -> None:
     """Graphs captured as a Configure does; then, but for ``slices``, one burst per backend."""
-    from sdpa_tui.engine import clocks, profiling
-    from sdpa_tui.engine.calls import forced
+    from sdpa_tui.engine.measuring import clocks
+    from sdpa_tui.engine.measuring.sdpa_call import forced
+    from sdpa_tui.engine.profiler import profiling
 
     def bursts() -> None:
         for backend, step in state["runs"]:
@@ -168,8 +169,9 @@ def _prepare_slices(name: str, device: Any, state: dict[str, Any]) -> None:
 
 
 def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
-    from sdpa_tui.engine import clocks, profiling
-    from sdpa_tui.engine.calls import forced
+    from sdpa_tui.engine.measuring import clocks
+    from sdpa_tui.engine.measuring.sdpa_call import forced
+    from sdpa_tui.engine.profiler import profiling
 
     if name == "profiler":
         from torch.profiler import ProfilerActivity, profile
@@ -195,7 +197,7 @@ def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
                 if graph is not None:
                     graph.sample(4)
     elif name.startswith("configure"):
-        from sdpa_tui.core.engine_commands import Configure
+        from sdpa_tui.core.protocol.engine_commands import Configure
 
         engine = state["engine"]
         workload, enabled = state["states"][i % len(state["states"])]
@@ -213,11 +215,11 @@ def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
 
 def setup(name: str, device: Any) -> dict[str, Any]:
     """What one experiment's repetitions work on: an engine, or the backends' steps (and graphs)."""
-    from sdpa_tui.engine.runner import Engine
+    from sdpa_tui.engine.child.measuring_loop import Engine
 
     state: dict[str, Any] = {}
     if name.startswith("configure"):
-        from sdpa_tui.engine.profiler_client import ProfilerClient
+        from sdpa_tui.engine.profiler.profiler_client import ProfilerClient
 
         state["engine"] = Engine(NullChannel(), str(device), NullCapture())
         state["engine"].device = device
@@ -240,7 +242,7 @@ def run_experiment(experiment: str, device_request: str, repeats: int, queue: An
         os.environ["TEARDOWN_CUPTI"] = "1"  # read by Kineto: detach CUPTI after each trace
     import torch
 
-    from sdpa_tui.engine.environment import resolve_device
+    from sdpa_tui.engine.measuring.environment import resolve_device
 
     device, _ = resolve_device(device_request)
     if (name == "capture" or name.startswith("slices")) and device.type != "cuda":

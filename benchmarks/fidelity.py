@@ -1,6 +1,6 @@
 """Fidelity check: do the engine's clocks agree with independent measurements?
 
-For each shape and backend this runs the real engine (``sdpa_tui.engine.headless.measure``,
+For each shape and backend this runs the real engine (``sdpa_tui.engine.host.headless.measure``,
 a child process) and then, in this process and with its own code, measures the same call:
 
 * CUPTI: torch.profiler (ProfilerActivity.CUDA) over N calls. Summed: the self device time
@@ -145,7 +145,7 @@ def run(args) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from sdpa_tui.engine.headless import EngineFailed, measure
+    from sdpa_tui.engine.host.headless import EngineFailed, measure
 
     console = Console()
     console.width = max(console.width, 132)  # piped output defaults to 80 columns: never truncate numbers

@@ -1,4 +1,4 @@
-"""What watch's backward sentinel costs a training step (``sdpa_tui/watch/gradient_sentinel.py``).
+"""What watch's backward sentinel costs a training step (``sdpa_tui/watch/probe/checks/gradient_sentinel.py``).
 
 A transformers Llama from a config (random weights) trains on a padded batch (a bool mask: every layer's SDPA
 call records autograd, so each is a sentinel candidate) in one process, the variants alternated step by step
@@ -16,6 +16,10 @@ comparison is off here (it samples at the forward check's sparse cadence and wai
 ``--compare``, one sampled call's comparison timed alone). Prints a table and writes JSON.
 
     python3 benchmarks/gradient_sentinel_cost.py --device cuda --steps 40 --rounds 5 --json out.json
+
+``--one-call`` instead splits one call's cost, plain against sampled, under torch.profiler: the host's time to
+issue the forward and backward (no synchronize in it), the GPU's kernel time per call, and the operators and
+CUDA runtime calls the sampled call adds, the costliest first.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from sdpa_tui.watch import gradient_reference, gradient_sentinel, output_check  # noqa: E402
-from sdpa_tui.watch.install import install  # noqa: E402
+from sdpa_tui.watch.probe.checks import gradient_reference, gradient_sentinel, output_check  # noqa: E402
+from sdpa_tui.watch.probe.install import install  # noqa: E402
 
 VARIANTS = ("plain", "wrapper", "sentinel", "every call")
 
@@ -61,8 +65,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=40, help="steps of each variant per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--one-call", action="store_true", help="split one call's host and GPU time instead")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
+    if args.one_call:
+        return split_one_call(args)
     model, ids, keep, labels = model_and_batch(args.device, dtype, args.batch, args.seq, args.layers)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
     original = F.scaled_dot_product_attention
@@ -170,6 +177,63 @@ def time_one_sample(device, dtype, batch, seq, sync, reps: int = 200) -> tuple[f
             times[tapped].append(once(tapped))
     output_check.MAX_CHECKS = max_checks
     return statistics.median(times[False]), statistics.median(times[True])
+
+
+def split_one_call(args, reps: int = 50) -> int:
+    """One call at the model's attention shape, plain then sampled, each ``reps`` times under the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device, dtype = args.device, getattr(torch, args.dtype)
+    q, k, v = (torch.randn(args.batch, 16, args.seq, 64, device=device, dtype=dtype, requires_grad=True)
+               for _ in range(3))
+    mask = torch.ones(args.batch, 1, args.seq, args.seq, dtype=torch.bool, device=device).tril()
+    grad_out = torch.randn(args.batch, 16, args.seq, 64, device=device, dtype=dtype)
+    sentinel, state = gradient_sentinel.GradientSentinel(), gradient_sentinel.SignatureGradients()
+    original = getattr(F.scaled_dot_product_attention, "__wrapped__", F.scaled_dot_product_attention)
+    output_check.MAX_CHECKS = 0
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    count = 2 * gradient_sentinel.SAMPLE_EVERY  # a sampled call past the first ones: no comparison, no stash
+
+    def once(tapped: bool) -> float:
+        sync()
+        t0 = time.perf_counter()
+        tap = sentinel.wrap(state, count, q, k, v, mask, 0.0, False, None, False) if tapped else None
+        out = original(q, k, v, mask) if tap is None else tap[3](original(tap[0], tap[1], tap[2], mask))
+        out.backward(grad_out)
+        issued = time.perf_counter() - t0
+        sync()
+        sentinel.poll([state])
+        return issued * 1e6
+
+    result: dict = {"device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
+                    "torch": torch.__version__, "shape": [args.batch, 16, args.seq, 64], "dtype": args.dtype,
+                    "reps": reps}
+    ops = {}
+    for tapped in (False, True):
+        for _ in range(5):
+            once(tapped)
+        with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if device != "cpu" else [])]) as p:
+            host = [once(tapped) for _ in range(reps)]
+        events = p.key_averages()
+        gpu_us = sum(e.self_device_time_total for e in events if e.self_device_time_total) / reps
+        kernels = sum(e.count for e in events if e.self_device_time_total) / reps
+        name = "sampled" if tapped else "plain"
+        result[name] = {"host_issue_us": statistics.median(host), "gpu_kernel_us": gpu_us,
+                        "device_ops_per_call": kernels}
+        ops[name] = {e.key: e.self_cpu_time_total / reps for e in events}
+    extra = sorted(((key, us - ops["plain"].get(key, 0.0)) for key, us in ops["sampled"].items()),
+                   key=lambda item: -item[1])[:12]
+    result["added_host_us_by_op"] = dict(extra)
+    for name in ("plain", "sampled"):
+        r = result[name]
+        print(f"  {name:8} host issue {r['host_issue_us']:8.1f} µs   GPU kernels {r['gpu_kernel_us']:8.1f} µs "
+              f"({r['device_ops_per_call']:.0f} device ops)")
+    print("  what the sampled call adds on the host (profiler self CPU time per call):")
+    for key, us in extra:
+        print(f"    {us:8.1f} µs  {key}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
 
 
 def time_one_comparison(device, dtype, batch, seq, sync) -> float:

@@ -45,7 +45,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
 def make_live_app(args: argparse.Namespace) -> Any:
     import tempfile
 
-    from sdpa_tui.ui.launch import make_app
+    from sdpa_tui.commands.monitor import make_app
 
     return make_app(workload_of(args), ALL_BACKENDS, args.device,
                     os.path.join(tempfile.gettempdir(), "sdpa-tui-bench-exports"))

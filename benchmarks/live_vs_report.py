@@ -33,7 +33,7 @@ from live_app import (
 from recorded import write_result
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.engine.headless import measure
+from sdpa_tui.engine.host.headless import measure
 from sdpa_tui.telemetry.host_cpu import cpu_pressure
 
 CLOCKS = ("gpu_us", "eager_us")

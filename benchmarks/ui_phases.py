@@ -8,7 +8,7 @@ time line). The marks are read by wrapping the functions the command calls; noth
     interpreter      this script's first line ran (the interpreter and its site imports before it)
     cli_imported     ``sdpa_tui.cli`` (the argument parser and what it imports)
     engine_spawned   ``start_engine_early`` returned (the device checked, NVML counted, the engine process started)
-    ui_imported      ``sdpa_tui.ui.launch`` imported (Textual and the app)
+    ui_imported      ``sdpa_tui.commands.monitor`` imported (Textual and the app)
     app_running      ``run_app`` called (the arguments read back, the app about to be built and run)
     first_frame      Textual's ``Ready``: "the DOM is ready and the first frame has been displayed"
 """
@@ -56,22 +56,22 @@ def watch_for_first_frame() -> None:
 def wrap_launch() -> None:
     """After the engine's spawn, as the command does: import the UI, and mark when ``run_app`` is called."""
     mark("engine_spawned")
-    from sdpa_tui.ui import launch
+    from sdpa_tui.commands import monitor
 
     mark("ui_imported")
-    run_app = launch.run_app
+    run_app = monitor.run_app
 
     def marked_run_app(*args: Any, **kwargs: Any) -> int:
         mark("app_running")
         watch_for_first_frame()
         return run_app(*args, **kwargs)
 
-    launch.run_app = marked_run_app  # type: ignore[assignment]
+    monitor.run_app = marked_run_app  # type: ignore[assignment]
 
 
 def main() -> int:
     from sdpa_tui import cli
-    from sdpa_tui.engine import early_start
+    from sdpa_tui.engine.host import early_start
 
     mark("cli_imported")
     start_engine_early = early_start.start_engine_early

@@ -45,7 +45,7 @@ class ReplayEngine:
 
     def __init__(self, report: dict, interval_s: float) -> None:
         from sdpa_tui.core.backends import Backend
-        from sdpa_tui.core.records import BackendStatus, Dispatch, Environment, KernelCapture, KernelInfo
+        from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Environment, KernelCapture, KernelInfo
 
         self.app = None
         self.interval_s = interval_s
@@ -71,7 +71,7 @@ class ReplayEngine:
 
     # -- the interface ---------------------------------------------------------------------
     def start(self) -> None:
-        from sdpa_tui.core.records import Ready
+        from sdpa_tui.core.protocol.records import Ready
 
         self._post([Ready(self._environment)])
         threading.Thread(target=self._stream, name="replay", daemon=True).start()
@@ -112,7 +112,7 @@ class ReplayEngine:
             self.app.post_message(EngineRecords(records))
 
     def _stream(self) -> None:
-        from sdpa_tui.core.records import Sample
+        from sdpa_tui.core.protocol.records import Sample
 
         _, _, capture = self._types
         wobble = random.Random(0)
@@ -141,7 +141,7 @@ class ReplayEngine:
 def run_app(interval_s: float) -> int:
     """Inside the terminal: the real app with the replaying engine."""
     from sdpa_tui.core.backends import ALL_BACKENDS
-    from sdpa_tui.core.session import Session
+    from sdpa_tui.core.lab.session import Session
     from sdpa_tui.core.workload import Workload
     from sdpa_tui.ui.app import SdpaApp
 

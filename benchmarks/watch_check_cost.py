@@ -1,6 +1,6 @@
 """What ``sdpa-tui watch``'s sampled output check costs the watched program, per check and per run.
 
-The check (``sdpa_tui/watch/output_check.py``) runs at a signature's first call and then every 4096th, at most
+The check (``sdpa_tui/watch/probe/checks/output_check.py``) runs at a signature's first call and then every 4096th, at most
 8 times: each time it compares the call's output with SDPA in float64 by MATH on copies of the inputs, which
 waits for the GPU (a NaN test reads one value back). This times that whole check on the host (synchronised
 before and after, as the program would see it), beside the call it checks, for a few real shapes: the cost a
@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from recorded import run_header, write_result
 
-from sdpa_tui.core.watched_calls import OutputCheck
-from sdpa_tui.watch import output_check
+from sdpa_tui.core.calls.watched_calls import OutputCheck
+from sdpa_tui.watch.probe.checks import output_check
 
 # (label, batch, heads, kv heads, seq, head dim, causal)
 SHAPES = [

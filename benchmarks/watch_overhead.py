@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from recorded import command_line
 
-from sdpa_tui.watch.install import install
+from sdpa_tui.watch.probe.install import install
 
 SHAPES = {"tiny [1, 2, 8, 16]": (1, 2, 8, 16), "blog [2, 8, 512, 64]": (2, 8, 512, 64)}
 
@@ -46,8 +46,8 @@ def _order(i: int, original, wrapper):
 
 def fast_path_us(q, calls: int, repeats: int) -> dict:
     """The wrapper's own host time per call: its fast path around a no-op, minus the no-op called directly."""
-    from sdpa_tui.watch.fast_path import make_wrapper
-    from sdpa_tui.watch.probe import Probe
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+    from sdpa_tui.watch.probe.slow_path import Probe
 
     def nothing(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
         return query

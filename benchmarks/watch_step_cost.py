@@ -6,7 +6,7 @@ steps, an hd256 call, a compiled block) in fresh processes, alternated over roun
 - ``plain``: python alone;
 - ``wrapper``: the probe installed without profiler windows (what every call pays);
 - ``windows``: the probe with its windows, CUPTI detached after a window with no other due within 10 s
-  (watch's default, ``sdpa_tui/watch/cupti_detach.py``);
+  (watch's default, ``sdpa_tui/watch/probe/kernels/cupti_detach.py``);
 - ``windows, CUPTI attached``: the same with ``TEARDOWN_CUPTI=0`` (Kineto's own default: attached from the first
   window on);
 - ``sdpa-tui watch``: the whole command, its parent process and report included.
@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "watch_programs" / "truth.py"
-PROBE = ("import runpy, sys; from sdpa_tui.watch.install import install; install(None, kernel_bursts={bursts}); "
+PROBE = ("import runpy, sys; from sdpa_tui.watch.probe.install import install; install(None, kernel_bursts={bursts}); "
          "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 
 

@@ -265,7 +265,7 @@ PY
           | grep -E "^cuda|UI process"
       done
       python3 benchmarks/textual_floor.py --runs 5 --device cuda --json "$OUT/r/textual-floor.json"
-      python3 -X importtime -c 'import sdpa_tui.cli, sdpa_tui.ui.launch' 2> "$OUT/r/importtime.txt"
+      python3 -X importtime -c 'import sdpa_tui.cli, sdpa_tui.commands.monitor' 2> "$OUT/r/importtime.txt"
       sort -t'|' -k2 -n -r "$OUT/r/importtime.txt" | head -25
       ;;
     fixtures)

@@ -11,8 +11,8 @@ for i in 1 2; do
   cat /tmp/tr/windows-*.log
   python3 - <<'PY'
 import collections, glob, json
-from sdpa_tui.core.trace import load_trace
-from sdpa_tui.core.window_reading import read_window
+from sdpa_tui.core.traces.trace import load_trace
+from sdpa_tui.core.traces.window_reading import read_window
 d = json.load(open("/tmp/w.json"))
 print("captures", d["captures"])
 for c in d["calls"]:

@@ -1,5 +1,5 @@
 # On the GPU machine: the engine start-up test alone, and the Llama watch test with Kineto's CUPTI
-# teardown as watch decides it (sdpa_tui/watch/cupti_detach.py) and after every window (TEARDOWN_CUPTI=1), each under its own time limit.
+# teardown as watch decides it (sdpa_tui/watch/probe/kernels/cupti_detach.py) and after every window (TEARDOWN_CUPTI=1), each under its own time limit.
 source scripts/gpu-env.sh
 {
 echo "=== startup test"; timeout 100 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_startup_times.py 2>&1 | tail -30

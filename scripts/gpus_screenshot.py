@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from screenshots import wait_until  # noqa: E402
 
+from sdpa_tui.commands.monitor import make_app  # noqa: E402
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
-from sdpa_tui.core.gpu_compare import parse_devices  # noqa: E402
+from sdpa_tui.core.lab.across_gpus import parse_devices  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.telemetry.host_gpus import gpu_count  # noqa: E402
-from sdpa_tui.ui.launch import make_app  # noqa: E402
 
 TIMEOUT_S = 180.0
 

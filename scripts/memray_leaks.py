@@ -33,7 +33,7 @@ def main() -> int:
     import engine_memory as em
     import memray
 
-    from sdpa_tui.engine.environment import resolve_device
+    from sdpa_tui.engine.measuring.environment import resolve_device
 
     name = args.experiment
     device, _ = resolve_device("cuda")

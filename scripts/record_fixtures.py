@@ -15,8 +15,8 @@ import torch  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-from sdpa_tui.engine.calls import Inputs, forced  # noqa: E402
-from sdpa_tui.engine.profiling import burst  # noqa: E402
+from sdpa_tui.engine.measuring.sdpa_call import Inputs, forced  # noqa: E402
+from sdpa_tui.engine.profiler.profiling import burst  # noqa: E402
 
 
 def main() -> int:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sdpa_tui.commands.monitor import make_app  # noqa: E402
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-from sdpa_tui.ui.launch import make_app  # noqa: E402
 
 
 async def wait_until(check, timeout: float) -> bool:

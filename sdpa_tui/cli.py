@@ -11,12 +11,12 @@ from .commands.compare import add_compare_parser
 from .commands.devices_option import add_devices_option, resolve_devices
 from .commands.metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
-from .core.engine_commands import ENGINE_MEMORY_MIB
+from .core.protocol.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
-from .device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
-from .engine.spawned_main import spawn_children_without_the_script
+from .engine.host.spawned_main import spawn_children_without_the_script
 from .exit_codes import EXIT_USAGE
-from .exports.output_paths import check_output_paths
+from .exports.files.output_paths import check_output_paths
+from .telemetry.device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
 
 
 class _OneLineErrorParser(argparse.ArgumentParser):
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spawn_children_without_the_script(main)  # run as ``sdpa-tui``: engines spawn without re-running the script
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["watch"]:  # its own parser: everything after -- belongs to the watched program
-        from .watch.cli import main as watch_main
+        from .commands.watch import main as watch_main
 
         return watch_main(argv[1:], run_ui=_run_watch_ui, advisor=_advise)
     args, workload, backends = parse(argv)
@@ -240,25 +240,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .commands.serve import run_serve
 
         return run_serve(args, workload, backends)
-    from .engine.early_start import can_run_live, start_engine_early
+    from .engine.host.early_start import can_run_live, start_engine_early
 
     # The live monitor: its engine (which imports torch for seconds) starts before Textual is imported; not with
     # --devices (an engine per GPU) nor --metrics-port (a port in use must end the command before any engine starts)
     early = getattr(args, "devices", None) is None and getattr(args, "metrics_port", None) is None and can_run_live()
     started = start_engine_early(args.device) if early else None
-    from .ui.launch import run_app
+    from .commands.monitor import run_app
 
     return run_app(args, workload, backends, started)
 
 
 def _advise(report, say=None, flex: bool = True, progress=None, budget_s: float | None = None) -> None:
-    from .commands.advise import measure_advice  # starts an engine process per device
+    from .watch.advise import measure_advice  # starts an engine process per device
 
     measure_advice(report, say, flex, progress, budget_s)
 
 
 def _run_watch_ui(watched, advisor=None) -> int:
-    from .ui.watch_launch import run_watch_app
+    from .commands.watch_monitor import run_watch_app
 
     return run_watch_app(watched, advisor)
 

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, Environment, Ready, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Environment, Ready, Sample
 from sdpa_tui.core.stats import Summary
 from sdpa_tui.core.workload import Workload
 

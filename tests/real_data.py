@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdpa_tui.core import trace
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, Environment, KernelCapture, KernelInfo, Ready, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import (
+    BackendStatus,
+    Dispatch,
+    Environment,
+    KernelCapture,
+    KernelInfo,
+    Ready,
+    Sample,
+)
+from sdpa_tui.core.traces import trace
 from sdpa_tui.core.workload import Workload
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"

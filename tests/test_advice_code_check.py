@@ -1,5 +1,5 @@
 """Issue 36: advice code correct by construction. Each rewrite's code and each backend switch is a complete replacement
-of the call that keeps its own arguments, and is run against the call (``engine/code_check.py``) before it is offered:
+of the call that keeps its own arguments, and is run against the call (``engine/costs/code_check.py``) before it is offered:
 a code whose output differs from the call's, or that raises, is not offered, and a note says why."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from test_watch_advice import lab
 from test_watch_cpu import PROGRAMS, watch
 
-from sdpa_tui.core.advice import advise
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.call_code import (
+from sdpa_tui.core.calls.advice import advise
+from sdpa_tui.core.calls.call_code import (
     REWRITE_NUMERICS,
     CodesToCheck,
     OfferedCode,
@@ -20,9 +20,9 @@ from sdpa_tui.core.call_code import (
     causal_code,
     rewrite_codes,
 )
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.mask_forms import CAUSAL, KEY_PADDING, NONE
-from sdpa_tui.core.watch_lab import lab_workload
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.mask_forms import CAUSAL, KEY_PADDING, NONE
+from sdpa_tui.core.calls.watch_lab import lab_workload
 
 FP32_TOLERANCE = 2e-3  # OUTPUT_TOLERANCE of torch.float32
 OLD_PAD_HEAD_DIM = ("out = F.scaled_dot_product_attention(*(F.pad(t, (0, 4)) for t in (q, k, v)), "
@@ -50,7 +50,7 @@ def codes(signature: CallSignature, mask_form: str, *extra: OfferedCode) -> Code
 @pytest.fixture(scope="module")
 def checked():
     """One checking process for every case (torch is imported once), as a watch run has."""
-    from sdpa_tui.engine.code_check_client import check_codes
+    from sdpa_tui.engine.host.code_check_client import check_codes
 
     calls = {"causal mask": codes(CAUSAL_MASK, CAUSAL),
              "gqa padded": codes(GQA_PADDED, KEY_PADDING),
@@ -103,9 +103,9 @@ def test_a_code_that_raises_or_assigns_no_out_is_refused_with_why(checked):
 
 
 def test_a_refused_code_is_left_out_of_what_is_offered_and_a_note_says_why():
-    """What ``watch`` measures and offers (``commands/advise.checked_codes``): the codes that gave the call's output;
+    """What ``watch`` measures and offers (``watch/advise.checked_codes``): the codes that gave the call's output;
     the run's note names each refused one with its reason."""
-    from sdpa_tui.commands.advise import checked_codes
+    from sdpa_tui.watch.advise import checked_codes
 
     notes: list[str] = []
     offered = checked_codes({3: codes(PADDING_MASK, KEY_PADDING)}, notes, lambda i: f"signature {i}", 300)

@@ -8,11 +8,11 @@ import time
 
 from test_watch_advice import lab
 
-from sdpa_tui.core.advice import advise, undecided_backends
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import Sample
+from sdpa_tui.core.calls.advice import advise, undecided_backends
+from sdpa_tui.core.protocol.records import Sample
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.headless import measure_series
+from sdpa_tui.engine.host.headless import measure_series
 
 # Flash 2.5x faster by the medians; two of its five samples slowed by a neighbour reach into MATH's spread
 SLOWED_FLASH = [40.0, 41, 39, 95, 110]

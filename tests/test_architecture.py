@@ -11,12 +11,18 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_import_linter_contracts_are_kept():
-    """The contracts in pyproject.toml: core/engine/telemetry/exports never import the UI, core never torch,
-    layers, and no import cycle between the UI's modules (app and snapshots once imported each other)."""
+    """The contracts in pyproject.toml: the floors, the core by concern, the engine by process, the torch side and the
+    watched program's probe imported by nothing else, torch only in the child processes, no Textual below the UI, and
+    no import cycle between the UI's modules (app and snapshots once imported each other)."""
     command = [shutil.which("lint-imports")] if shutil.which("lint-imports") else None
     if command is None:  # the console script is not on PATH: run import-linter's entry point directly
         command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"]
@@ -34,51 +40,47 @@ def test_ruff_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-TYPE_CHECKED = ["sdpa_tui/core", *(f"sdpa_tui/engine/{name}.py" for name in (
-    "client", "supervisor", "device_engines", "headless", "channel", "profiler_client", "compiled_cost_client", "child_json",
-    "flex_cost_client", "code_check_client", "early_start"))]
-"""The core (records, engine commands, the wire format, the EngineHandle Protocol, the lab controller, the report
-models) and the engine's host side, which the UI and the commands call across the process seam."""
+CONTRACTS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+TORCH_SIDE = sorted(line.split(" -> ")[0].removesuffix(".**")
+                    for contract in CONTRACTS if contract["name"] == "Only the child processes import torch"
+                    for line in contract["ignore_imports"] if line.endswith(".** -> torch"))
+"""The folders whose code runs in a child process with torch (the engine, its profiler, the cost children, the watched
+program's probe), as ``pyproject.toml``'s contracts name them."""
 
 
 def test_mypy_finds_nothing_in_the_core_and_the_engines_host_side(tmp_path):
-    """Their types are checked (``[tool.mypy]`` in pyproject.toml)."""
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), *TYPE_CHECKED],
+    """The core (records, engine commands, the wire format, the EngineHandle Protocol, the lab controller, the report
+    models) and the engine's host side, which the UI and the commands call across the process seam: the files
+    ``[tool.mypy]`` in pyproject.toml names."""
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sdpa_tui/engine/host" in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
 
 
-UI_SIDE_MODULES = [
-    "sdpa_tui",
-    "sdpa_tui.cli",
-    "sdpa_tui.core",
-    "sdpa_tui.core.backend_state",
-    "sdpa_tui.core.backends",
-    "sdpa_tui.core.engine_commands",
-    "sdpa_tui.core.kernel_names",
-    "sdpa_tui.core.kernel_short_names",
-    "sdpa_tui.core.records",
-    "sdpa_tui.core.session",
-    "sdpa_tui.core.stats",
-    "sdpa_tui.core.trace",
-    "sdpa_tui.core.wire_format",
-    "sdpa_tui.core.workload",
-    "sdpa_tui.engine.client",
-    "sdpa_tui.engine.headless",
-    "sdpa_tui.engine.channel",
-    "sdpa_tui.exports.comparison",
-    "sdpa_tui.exports.tables",
-    "sdpa_tui.commands.report",
-    "sdpa_tui.engine.supervisor",
-    "sdpa_tui.engine.device_engines",
-]
+def host_side_modules() -> list[str]:
+    """Every module of the package outside the torch side's folders (``__main__`` runs the command line)."""
+    names = []
+    for path in sorted((REPO / "sdpa_tui").rglob("*.py")):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        if name != "sdpa_tui.__main__" and not any(name == f or name.startswith(f + ".") for f in TORCH_SIDE):
+            names.append(name)
+    return names
 
 
-def test_ui_side_modules_do_not_import_torch():
-    """Importing these in a fresh interpreter must not import torch (seconds, and CUDA init in the UI)."""
+def test_the_torch_side_is_named_by_its_folders():
+    assert TORCH_SIDE == ["sdpa_tui.engine.child", "sdpa_tui.engine.costs", "sdpa_tui.engine.measuring",
+                          "sdpa_tui.engine.profiler", "sdpa_tui.watch.probe"]
+    assert {"sdpa_tui.cli", "sdpa_tui.engine.host.client", "sdpa_tui.ui.app", "sdpa_tui.watch.watched_program",
+            "sdpa_tui.commands.report"} <= set(host_side_modules())
+
+
+def test_host_side_modules_do_not_import_torch():
+    """Importing every module of the UI process's side in one fresh interpreter must not import torch (seconds, and
+    CUDA init in the UI): the commands, the UI, watch's parent side, the engine's host side, the core, the exports."""
     code = (
         "import importlib, json, sys\n"
-        f"for name in {UI_SIDE_MODULES!r}:\n"
+        f"for name in {host_side_modules()!r}:\n"
         "    importlib.import_module(name)\n"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))))\n"
     )
@@ -91,7 +93,7 @@ def test_ui_side_modules_do_not_import_torch():
 def test_the_check_above_would_see_torch():
     """The same probe sees torch when an engine-side module is imported (so the test above can fail)."""
     pytest.importorskip("torch")
-    code = "import sys, sdpa_tui.engine.calls; print('torch' in sys.modules)"
+    code = "import sys, sdpa_tui.engine.measuring.sdpa_call; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr

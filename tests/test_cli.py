@@ -103,7 +103,7 @@ def test_defaults():
 
 
 def test_the_engine_memory_allowance_reaches_the_engine():
-    from sdpa_tui.ui.launch import make_app
+    from sdpa_tui.commands.monitor import make_app
 
     for argv, expected in ((["--engine-memory-mib", "0"], 0.0), ([], 1024.0)):
         args, workload, backends = cli.parse(argv)

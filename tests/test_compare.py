@@ -9,7 +9,7 @@ import pytest
 
 from sdpa_tui.cli import main
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.exports.report_diff import ReportFileError, compare_reports, load_report
+from sdpa_tui.exports.compare.report_diff import ReportFileError, compare_reports, load_report
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 H100 = REPORTS / "h100-torch2.11"

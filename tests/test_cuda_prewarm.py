@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.engine import cuda_prewarm
-from sdpa_tui.engine.cuda_prewarm import Prewarm, gpu_ordinal, library_files, read_ahead
+from sdpa_tui.engine.child import cuda_prewarm
+from sdpa_tui.engine.child.cuda_prewarm import Prewarm, gpu_ordinal, library_files, read_ahead
 
 
 @pytest.mark.parametrize("request_,ordinal", [("auto", 0), ("cuda", 0), ("cuda:3", 3), ("cpu", None), ("cuda:x", None)])

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from sdpa_tui.watch import bursts, cupti_detach
-from sdpa_tui.watch.cupti_detach import DETACH_AFTER_S, ENV, OURS, CuptiDetach
+from sdpa_tui.watch.probe.kernels import bursts, cupti_detach
+from sdpa_tui.watch.probe.kernels.cupti_detach import DETACH_AFTER_S, ENV, OURS, CuptiDetach
 
 
 @pytest.fixture
@@ -99,3 +99,14 @@ def test_a_window_spent_on_first_calls_is_followed_at_once(clean_env):
     windows.stop(wanted_left=True, sampled=bursts.MIN_BURST_CALLS)
     windows.cover(never_profiled=False)
     assert not windows.due, "a window that sampled enough is followed after the usual gap"
+
+
+def test_kinetos_lines_at_a_profiler_start_stay_out_of_the_programs_stderr_and_its_own_lines_do_not(capfd):
+    """On a machine without a GPU driver Kineto wrote ``gpuGetDeviceCount failed`` into a watched program's output
+    once a compiled graph had run: the program's own lines must pass, the profiler's must not."""
+    import os
+
+    said = bursts.quiet_fd2(lambda: os.write(2, b"ERROR:2026-11-27 04:55:57 1453:1453 DeviceProperties.cpp:56] "
+                                               b"gpuGetDeviceCount failed with code 35\nthe program's own line\n"))
+    assert capfd.readouterr().err == "the program's own line\n"
+    assert len(said) == 1 and "gpuGetDeviceCount" in said[0]

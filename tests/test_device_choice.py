@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui import cli, device_choice
-from sdpa_tui.device_choice import DeviceError, VisibleGpus, check_device, find_gpus, parse_visible_devices
+from sdpa_tui import cli
+from sdpa_tui.telemetry import device_choice
+from sdpa_tui.telemetry.device_choice import DeviceError, VisibleGpus, check_device, find_gpus, parse_visible_devices
 
 REPO = Path(__file__).resolve().parent.parent
 NO_GPU = VisibleGpus((), "no CUDA GPU is visible")
@@ -100,7 +101,7 @@ def test_find_gpus_without_cuda_torch_or_driver():
 def test_the_cli_refuses_before_any_engine_starts(argv, monkeypatch, capsys):
     monkeypatch.setattr(device_choice, "find_gpus", lambda: NO_GPU if argv[-1] == "cuda" else ONE_GPU)
     for module, name in (("sdpa_tui.commands.report", "run_report"), ("sdpa_tui.commands.sweep", "run_sweep"),
-                         ("sdpa_tui.ui.launch", "run_app")):
+                         ("sdpa_tui.commands.monitor", "run_app")):
         monkeypatch.setattr(f"{module}.{name}", lambda *a: pytest.fail("an engine would start"))
     assert cli.main(argv) == 2
     captured = capsys.readouterr()
@@ -117,7 +118,7 @@ def test_the_default_falls_back_to_the_cpu(monkeypatch):
 
 def test_the_engine_says_why_it_runs_on_the_cpu():
     torch = pytest.importorskip("torch")
-    from sdpa_tui.engine.environment import resolve_device
+    from sdpa_tui.engine.measuring.environment import resolve_device
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
@@ -132,8 +133,8 @@ def test_the_cpu_environment_names_torchs_default_priority_order():
     """report --json on the CPU wrote ``environment.default_priority_order: []`` beside a filled
     ``dispatch.priority_order``: torch has an order on the CPU too."""
     torch = pytest.importorskip("torch")
-    from sdpa_tui.engine.dispatch import priority_order
-    from sdpa_tui.engine.environment import describe
+    from sdpa_tui.engine.measuring.eligibility import priority_order
+    from sdpa_tui.engine.measuring.environment import describe
 
     env = describe(torch.device("cpu"), ())
     assert env.default_priority_order == priority_order()
@@ -164,7 +165,7 @@ def test_the_real_command_exits_2_without_importing_torch(command, tmp_path):
 
 
 def test_the_nvml_index_follows_cuda_visible_devices():
-    from sdpa_tui.device_choice import nvml_index
+    from sdpa_tui.telemetry.device_choice import nvml_index
 
     masked = VisibleGpus((3, 1))
     assert nvml_index("cuda:0", masked) == 3 and nvml_index("cuda:1", masked) == 1

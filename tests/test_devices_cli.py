@@ -14,7 +14,8 @@ import fake_pynvml
 import pytest
 from fake_pynvml import FakeGpu
 
-from sdpa_tui import cli, device_choice
+from sdpa_tui import cli
+from sdpa_tui.telemetry import device_choice
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,7 +129,7 @@ def test_report_devices_says_which_engine_failed(tmp_path, monkeypatch, capsys) 
 def test_report_with_two_engines_at_once(tmp_path, monkeypatch, capsys) -> None:
     """Two real engine processes measure at the same time, each on the CPU in place of a GPU
     (this machine has none), which is enough to check the side-by-side path end to end."""
-    from sdpa_tui.engine import device_engines
+    from sdpa_tui.engine.host import device_engines
 
     monkeypatch.setattr(device_engines, "engine_device", lambda index: "cpu")
     code, text, data = _two_gpu_report(tmp_path, monkeypatch, capsys)
@@ -156,8 +157,8 @@ def test_the_reports_gpu_state_names_other_processes_not_its_own_engines() -> No
     import threading
 
     from sdpa_tui.commands.report_devices import GpuStates
+    from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
     from sdpa_tui.telemetry.host_gpus import HostGpus
-    from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
 
     sleep = [sys.executable, "-c", "import subprocess, sys, time; "
              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"]
@@ -169,7 +170,7 @@ def test_the_reports_gpu_state_names_other_processes_not_its_own_engines() -> No
     stranger = int(subprocess.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
                                   check=True).stdout)
     try:
-        from sdpa_tui.engine.client import child_pids
+        from sdpa_tui.engine.host.client import child_pids
 
         engine = started[0]
         for _ in range(100):  # until the engine has started its own child (its "profiler process")
@@ -182,7 +183,7 @@ def test_the_reports_gpu_state_names_other_processes_not_its_own_engines() -> No
         states.add(HostGpus((GpuSnapshot(index=0, processes=processes), GpuSnapshot(index=1, processes=())),))
         assert states.text() == {0: f"shared: pid {stranger} python3", 1: "ok"}
     finally:
-        from sdpa_tui.engine.client import descendants
+        from sdpa_tui.engine.host.client import descendants
 
         for pid in (stranger, *descendants(started[0].pid)):
             os.kill(pid, signal.SIGKILL)

@@ -49,10 +49,10 @@ def test_report_devices_all_on_every_gpu(tmp_path) -> None:
 async def test_live_side_by_side_measures_every_gpu() -> None:
     import asyncio
 
+    from sdpa_tui.commands.monitor import make_app
     from sdpa_tui.core.backends import ALL_BACKENDS
     from sdpa_tui.core.workload import Workload
     from sdpa_tui.telemetry.host_gpus import gpu_count
-    from sdpa_tui.ui.launch import make_app
 
     count, _ = gpu_count()
     devices = tuple(range(count))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core.dispatch_env import (
+from sdpa_tui.core.dispatch_environment import (
     CudnnLoaded,
     DispatchEnvironment,
     FlashImpl,
@@ -19,7 +19,7 @@ from sdpa_tui.core.dispatch_env import (
     mapped_libraries,
     sdpa_variables,
 )
-from sdpa_tui.core.records import Environment
+from sdpa_tui.core.protocol.records import Environment
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = """\
@@ -79,7 +79,7 @@ def test_an_environment_written_before_these_fields_still_reads():
 
 def _wheel_cudnn() -> Path | None:
     torch = pytest.importorskip("torch")
-    from sdpa_tui.engine.dispatch_environment import cudnn_loaded
+    from sdpa_tui.engine.measuring.dispatch_readings import cudnn_loaded
 
     found = cudnn_loaded()
     if found is None or found.wheel_path is None or torch.version.cuda is None:
@@ -88,7 +88,7 @@ def _wheel_cudnn() -> Path | None:
 
 
 def test_in_this_process_the_wheels_cudnn_is_in_use_and_the_flags_are_read():
-    from sdpa_tui.engine.dispatch_environment import read
+    from sdpa_tui.engine.measuring.dispatch_readings import read
 
     env = read()
     if _wheel_cudnn() is None:
@@ -126,7 +126,7 @@ def test_the_exporter_has_an_info_metric_of_it():
     from prometheus_client.core import InfoMetricFamily
     from real_data import session_from_report
 
-    from sdpa_tui.exports.metrics import session_families
+    from sdpa_tui.exports.metrics.lab_metrics import session_families
 
     session = session_from_report(ROOT / "tests" / "fixtures" / "reports" / "h100-torch2.11" / "report-small.json")
     session.environment = replace(
@@ -159,8 +159,8 @@ def test_watch_reads_it_in_the_watched_process_at_start_and_says_what_the_progra
 
 
 def test_compare_lists_the_environment_differences_most_likely_cause_first():
-    from sdpa_tui.exports.report_diff import compare_reports, load_report
-    from sdpa_tui.exports.report_diff_views import comparison_dict, summary_lines
+    from sdpa_tui.exports.compare.report_diff import compare_reports, load_report
+    from sdpa_tui.exports.compare.report_diff_views import comparison_dict, summary_lines
 
     path = ROOT / "tests" / "fixtures" / "reports" / "h100-torch2.11" / "report-small.json"
     a, b = load_report(path), load_report(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.headless import measure
+from sdpa_tui.engine.host.headless import measure
 
 TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
 

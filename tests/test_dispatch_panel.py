@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, Ready
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Ready
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.widgets.dispatch_panel import why_not
 

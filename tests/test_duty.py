@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.duty import BusyWindow
-from sdpa_tui.core.records import Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.duty import BusyWindow
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import Sample
 from sdpa_tui.core.workload import Workload
 
 

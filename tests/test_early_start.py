@@ -1,4 +1,4 @@
-"""The live monitor's engine starts before the UI is imported (``engine/early_start.py``): importing Textual and
+"""The live monitor's engine starts before the UI is imported (``engine/host/early_start.py``): importing Textual and
 building the app took the first 0.9-1.6 s of every start, and the engine, which then imports torch for seconds, was
 spawned only after it. What it says before the app exists is kept and handed on in order."""
 
@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sdpa_tui.engine.early_start import Relay
+from sdpa_tui.engine.host.early_start import Relay
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_records_from_another_thread_while_connecting_keep_their_order():
 
 PROBE = """
 import sys, types
-import sdpa_tui.engine.early_start as early
+import sdpa_tui.engine.host.early_start as early
 
 def started_early(device):
     print("textual imported:", "textual" in sys.modules, "torch imported:", "torch" in sys.modules, "device:", device)
@@ -51,7 +51,7 @@ def run_app(args, workload, backends, started=None):  # stands in for the UI's: 
 
 early.can_run_live = lambda: True
 early.start_engine_early = started_early
-sys.modules["sdpa_tui.ui.launch"] = types.SimpleNamespace(run_app=run_app)
+sys.modules["sdpa_tui.commands.monitor"] = types.SimpleNamespace(run_app=run_app)
 from sdpa_tui.cli import main
 sys.exit(main(sys.argv[1:]))
 """

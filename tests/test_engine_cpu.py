@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.engine_commands import Configure
-from sdpa_tui.core.kernel_names import identify
-from sdpa_tui.core.records import EngineError, Log, Ready, Recycling, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.engine_commands import Configure
+from sdpa_tui.core.protocol.records import EngineError, Log, Ready, Recycling, Sample
+from sdpa_tui.core.traces.kernel_names import identify
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.channel import Channel, ChannelClosed
-from sdpa_tui.engine.client import EngineClient
-from sdpa_tui.engine.headless import EngineFailed, measure
-from sdpa_tui.engine.run_state import FAULT_ENV
-from sdpa_tui.engine.worker import EXIT_RECYCLE
-from sdpa_tui.exports.tables import dispatch_line
+from sdpa_tui.engine.child.run_state import FAULT_ENV
+from sdpa_tui.engine.child.worker import EXIT_RECYCLE
+from sdpa_tui.engine.host.client import EngineClient
+from sdpa_tui.engine.host.headless import EngineFailed, measure
+from sdpa_tui.engine.record_pipe import Channel, ChannelClosed
+from sdpa_tui.exports.lab.report_tables import dispatch_line
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE_S = 120.0  # a bound against hangs on a loaded machine, not a performance claim

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.kernel_names import identify
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.trace import GPU_CATEGORIES
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.traces.kernel_names import identify
+from sdpa_tui.core.traces.trace import GPU_CATEGORIES
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.headless import measure
+from sdpa_tui.engine.host.headless import measure
 
 pytestmark = pytest.mark.cuda
 
@@ -161,7 +161,7 @@ def test_the_graphs_nodes_name_the_kernels_the_profiler_measures(fp16_session):
     """Kernel identity from the GPU/call clock's CUDA graph (shown before the profiler's first burst) against the
     profiler's capture of the same backend in the profiler process: the same activities, and the same launch
     (grid, block, shared memory) for every kernel."""
-    from sdpa_tui.engine import graph_nodes
+    from sdpa_tui.engine.measuring import graph_nodes
 
     if not graph_nodes.available():
         pytest.skip("cuda-bindings is not installed: kernels are named at the profiler's first burst")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from sdpa_tui.engine.environment import make_current
+from sdpa_tui.engine.measuring.environment import make_current
 
 
 def test_an_indexed_gpu_is_made_current_and_bare_cuda_or_the_cpu_left_alone(monkeypatch) -> None:

@@ -1,4 +1,4 @@
-"""Every engine the app can hold, real or fake, has the seam's members (``core/engine_handle.py``): a fake that
+"""Every engine the app can hold, real or fake, has the seam's members (``core/protocol/engine_handle.py``): a fake that
 drifts from the real engine, or a real one that loses a method the app calls, fails here."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from test_gpu_overview import FakeDeviceEngines
 from ui_fakes import FakeEngine
 
-from sdpa_tui.core.engine_handle import EngineHandle, EnginesPerGpu
-from sdpa_tui.device_choice import VisibleGpus
-from sdpa_tui.engine.device_engines import DeviceEngines
-from sdpa_tui.engine.supervisor import EngineSupervisor
+from sdpa_tui.core.protocol.engine_handle import EngineHandle, EnginesPerGpu
+from sdpa_tui.engine.host.device_engines import DeviceEngines
+from sdpa_tui.engine.host.supervisor import EngineSupervisor
+from sdpa_tui.telemetry.device_choice import VisibleGpus
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,14 +9,14 @@ import pytest
 from engine_fakes import NoOutput, Recorder
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.engine_commands import Configure, SetPaused
-from sdpa_tui.core.records import Accuracy, BackendStatus, Dispatch, KernelCapture, PeakFlops, Sample
+from sdpa_tui.core.protocol.engine_commands import Configure, SetPaused
+from sdpa_tui.core.protocol.records import Accuracy, BackendStatus, Dispatch, KernelCapture, PeakFlops, Sample
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine import clocks
-from sdpa_tui.engine.cpu_threads import timing_threads
-from sdpa_tui.engine.profiler_client import ProfilerClient
-from sdpa_tui.engine.run_state import latest_configure_only
-from sdpa_tui.engine.runner import Engine
+from sdpa_tui.engine.child.measuring_loop import Engine
+from sdpa_tui.engine.child.run_state import latest_configure_only
+from sdpa_tui.engine.measuring import clocks
+from sdpa_tui.engine.measuring.cpu_threads import timing_threads
+from sdpa_tui.engine.profiler.profiler_client import ProfilerClient
 
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 BOTH = (Backend.FLASH, Backend.MATH)

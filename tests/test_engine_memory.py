@@ -13,13 +13,15 @@ from engine_fakes import NoOutput, Recorder
 from torch.profiler import profile
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.engine_commands import Configure
-from sdpa_tui.core.records import KernelCapture, Recycling
+from sdpa_tui.core.protocol.engine_commands import Configure
+from sdpa_tui.core.protocol.records import KernelCapture, Recycling
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine import host_memory, profiler_guard, profiling, quality, runner
-from sdpa_tui.engine.profiler_client import ProfilerClient
-from sdpa_tui.engine.run_state import next_profile_interval
-from sdpa_tui.engine.runner import Engine
+from sdpa_tui.engine.child import host_memory, measuring_loop
+from sdpa_tui.engine.child.measuring_loop import Engine
+from sdpa_tui.engine.child.run_state import next_profile_interval
+from sdpa_tui.engine.measuring import quality
+from sdpa_tui.engine.profiler import profiler_guard, profiling
+from sdpa_tui.engine.profiler.profiler_client import ProfilerClient
 
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
@@ -74,7 +76,7 @@ def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine,
     def make(rss_readings: "list[float] | Callable[[], float]") -> tuple[Engine, Recorder]:
         readings = iter(rss_readings) if isinstance(rss_readings, list) else None
         monkeypatch.setattr(host_memory, "rss_mib", rss_readings if readings is None else lambda: next(readings))
-        monkeypatch.setattr(runner, "RSS_CHECK_EVERY_S", 0.0)
+        monkeypatch.setattr(measuring_loop, "RSS_CHECK_EVERY_S", 0.0)
         # the matmul peak is part of a dtype's first use; its seconds of CPU matmuls are not under test
         monkeypatch.setattr(quality, "matmul_peak_tflops", lambda dtype, device: (1.0, "not measured here"))
         channel = Recorder()
@@ -184,8 +186,8 @@ class FakeClient:
 def test_a_recycled_engine_is_replaced_at_once_not_counted_as_a_death():
     from real_data import H200
 
-    from sdpa_tui.core.records import Ready
-    from sdpa_tui.engine.supervisor import EngineRecycled, EngineStarting, EngineSupervisor
+    from sdpa_tui.core.protocol.records import Ready
+    from sdpa_tui.engine.host.supervisor import EngineRecycled, EngineStarting, EngineSupervisor
 
     ready = Ready(H200)
     scripts = iter([([ready, Recycling(2100.0, 1000.0)], 5), ([ready], None)])
@@ -217,14 +219,14 @@ def test_what_the_dispatch_probe_loads_for_a_new_dtype_is_a_first_use_too(engine
     # probe, before any backend is set up, ran the first bf16 SDPA call.
     rss = {"mib": 1000.0}
     engine, _ = engine_on_cpu(lambda: rss["mib"])
-    choose = runner.dispatch.choose
+    choose = measuring_loop.dispatch.choose
 
     def loading_choose(inputs, *args, **kwargs):
         if inputs.q.dtype == torch.bfloat16:
             rss["mib"] = 1300.0
         return choose(inputs, *args, **kwargs)
 
-    monkeypatch.setattr(runner.dispatch, "choose", loading_choose)
+    monkeypatch.setattr(measuring_loop.dispatch, "choose", loading_choose)
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=64.0), 10)
     measure(engine, Configure(2, replace(SMALL, dtype="bf16"), (Backend.MATH,), profile_every_s=0.0,
                               recycle_growth_mib=64.0), 10)
@@ -235,7 +237,7 @@ def test_what_the_dispatch_probe_loads_for_a_new_dtype_is_a_first_use_too(engine
 def test_a_slow_burst_spaces_the_next_by_its_own_cost():
     """Under load a burst took seconds and headless runs asked for one a second: the engine mostly waited for the
     profiler and rarely got the timings a result needs (issue 21, item 1)."""
-    from sdpa_tui.engine.run_state import CAPTURE_SPACING
+    from sdpa_tui.engine.child.run_state import CAPTURE_SPACING
 
     config = Configure(1, Workload(), (Backend.MATH,), profile_every_s=1.0)
     assert next_profile_interval(0.0, config, capture_s=0.05) == 1.0
@@ -245,8 +247,8 @@ def test_a_slow_burst_spaces_the_next_by_its_own_cost():
 def test_when_time_is_up_the_report_has_its_numbers_marked_as_few(monkeypatch):
     """On a busy machine `report` ran 601 s and failed with nothing: it must end with the samples it has, said
     (issue 21, item 1). MIN_SAMPLES is set out of reach, so time always runs out."""
-    from sdpa_tui.engine import headless
-    from sdpa_tui.exports.comparison import report_dict
+    from sdpa_tui.engine.host import headless
+    from sdpa_tui.exports.lab.report_data import report_dict
 
     monkeypatch.setattr(headless, "MIN_SAMPLES", 10**6)
     session = headless.measure(Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32"),

@@ -8,11 +8,11 @@ import threading
 from real_data import H200
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.engine_commands import Configure
-from sdpa_tui.core.records import Ready
+from sdpa_tui.core.protocol.engine_commands import Configure
+from sdpa_tui.core.protocol.records import Ready
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.device_choice import DeviceError, VisibleGpus
-from sdpa_tui.engine.supervisor import EngineDied, EngineStarting, EngineSupervisor
+from sdpa_tui.engine.host.supervisor import EngineDied, EngineStarting, EngineSupervisor
+from sdpa_tui.telemetry.device_choice import DeviceError, VisibleGpus
 
 
 class LiveClient:
@@ -84,7 +84,7 @@ def test_switch_device_restarts_the_engine_there() -> None:
 def test_device_engines_one_per_gpu_same_configuration() -> None:
     import pytest
 
-    from sdpa_tui.engine.device_engines import DeviceEngines
+    from sdpa_tui.engine.host.device_engines import DeviceEngines
 
     clients: dict[str, LiveClient] = {}
     got: list[tuple[int, object]] = []
@@ -117,7 +117,7 @@ def test_device_engines_follow_cuda_visible_devices() -> None:
     """CUDA_VISIBLE_DEVICES=1,3: NVML's GPUs 1 and 3 are cuda:0 and cuda:1 in the engines."""
     import pytest
 
-    from sdpa_tui.engine.device_engines import DeviceEngines
+    from sdpa_tui.engine.host.device_engines import DeviceEngines
 
     made: list[str] = []
 

@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from real_data import session_from_report
 
 from sdpa_tui.cli import main
-from sdpa_tui.core.session import Session
-from sdpa_tui.exports.metrics import LatestMetrics
-from sdpa_tui.exports.metrics_server import serve_metrics
-from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.exports.metrics.lab_metrics import LatestMetrics
+from sdpa_tui.exports.metrics.metrics_server import serve_metrics
+from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 
 REPO = Path(__file__).resolve().parent.parent
 H100_SMALL = REPO / "tests" / "fixtures" / "reports" / "h100-torch2.11" / "report-small.json"
@@ -116,11 +116,11 @@ def _watch_metric_names() -> set[str]:
 
 def _watched_training_metrics(backward_check=None):
     """Two ranks of a bf16 training call on cuDNN, their sampled backwards checked as given."""
-    from sdpa_tui.core.call_signature import CallSignature
-    from sdpa_tui.core.gradient_check import GradientCheck
-    from sdpa_tui.core.watch_report import build_report
-    from sdpa_tui.core.watched_calls import BackwardStats, CallStats, OutputCheck, ProcessState
-    from sdpa_tui.exports.watch_metrics import WatchMetrics
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.gradient_check import GradientCheck
+    from sdpa_tui.core.calls.watch_report import build_report
+    from sdpa_tui.core.calls.watched_calls import BackwardStats, CallStats, OutputCheck, ProcessState
+    from sdpa_tui.exports.metrics.watch_metrics import WatchMetrics
 
     sig = CallSignature((2, 8, 512, 64), (2, 8, 512, 64), "torch.bfloat16", "cuda:0", grad=True)
     backward = backward_check or GradientCheck(samples=2, compared=1, tolerance=5e-2)
@@ -135,7 +135,7 @@ def _watched_training_metrics(backward_check=None):
 
 def test_watch_counts_nonfinite_outputs_and_gradients_by_backend_direction_and_cause():
     """Issue 35: a NaN from cuDNN's backward and one arriving from upstream are told apart in the metrics."""
-    from sdpa_tui.core.gradient_check import GradientCheck
+    from sdpa_tui.core.calls.gradient_check import GradientCheck
 
     flagged = GradientCheck(samples=3, nonfinite={"dq": 3, "dk": 1}, upstream_nonfinite=1, tolerance=5e-2)
     families = {m.name: m for m in _watched_training_metrics(flagged).collect()}
@@ -243,13 +243,13 @@ def test_bad_live_metrics_options_exit_2(capsys, argv, words):
 def test_the_live_monitor_refuses_a_port_in_use(capsys, monkeypatch):
     """Checked before the app starts: a port in use ends it with one line, no UI drawn."""
     from sdpa_tui import cli
-    from sdpa_tui.ui import launch
+    from sdpa_tui.commands import monitor
 
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     with _busy_port() as busy:
         args, workload, backends = cli.parse(["--metrics-port", str(busy.getsockname()[1]), *CPU_WORKLOAD])
-        code = launch.run_app(args, workload, backends)
+        code = monitor.run_app(args, workload, backends)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "in use: choose another port" in err
 

@@ -15,24 +15,16 @@ from faster_data import H100_8K, H100_SMALL, H200_SMALL, load, session_from, sum
 from rich.console import Console
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.faster import (
-    ENTER_RATIO,
-    MIN_SAMPLES,
-    Faster,
-    FasterTracker,
-    beats,
-    faster_than_pick,
-    how_to,
-)
-from sdpa_tui.core.report_model import ReportModel
+from sdpa_tui.core.lab.faster import ENTER_RATIO, MIN_SAMPLES, Faster, FasterTracker, beats, faster_than_pick, how_to
+from sdpa_tui.core.lab.report_model import ReportModel
 from sdpa_tui.core.stats import Summary
-from sdpa_tui.core.sweep_findings import pick_findings
-from sdpa_tui.core.sweep_points import Sweep
-from sdpa_tui.exports.comparison import faster_lines, report_dict
-from sdpa_tui.exports.snapshot import read_snapshot, write_snapshot
-from sdpa_tui.exports.sweep_documents import sweep_dict, sweep_markdown
-from sdpa_tui.exports.sweep_terminal import render
-from sdpa_tui.exports.tables import markdown_report, rich_report
+from sdpa_tui.core.sweep.sweep_findings import pick_findings
+from sdpa_tui.core.sweep.sweep_points import Sweep
+from sdpa_tui.exports.lab.report_data import faster_lines, report_dict
+from sdpa_tui.exports.lab.report_tables import markdown_report, rich_report
+from sdpa_tui.exports.lab.snapshot_folder import read_snapshot, write_snapshot
+from sdpa_tui.exports.sweep.sweep_documents import sweep_dict, sweep_markdown
+from sdpa_tui.exports.sweep.sweep_terminal import render
 
 C, F, E, M = Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH
 FLASH_FIRST = (F, C, E, M)  # as --priority flash,cudnn,efficient,math sets it
@@ -230,7 +222,7 @@ def test_sweep_where_the_pick_is_always_fastest_says_so():
 
 
 def test_a_headless_run_keeps_enough_samples_for_a_claim():
-    from sdpa_tui.engine import headless
+    from sdpa_tui.engine.host import headless
 
     assert headless.MIN_SAMPLES >= MIN_SAMPLES  # report and sweep wait for this many per backend
 
@@ -238,8 +230,8 @@ def test_a_headless_run_keeps_enough_samples_for_a_claim():
 
 def _measured(gpu_samples: int, method: str):
     """A MATH row with 5 eager timings and kernels, ``gpu_samples`` of them with a GPU/call time."""
-    from sdpa_tui.core.records import BackendStatus, KernelCapture, Sample
-    from sdpa_tui.core.session import Session
+    from sdpa_tui.core.lab.session import Session
+    from sdpa_tui.core.protocol.records import BackendStatus, KernelCapture, Sample
     from sdpa_tui.core.workload import Workload
 
     session = Session(Workload(), (Backend.MATH,))
@@ -254,7 +246,7 @@ def _measured(gpu_samples: int, method: str):
 def test_a_headless_run_on_a_gpu_waits_for_enough_gpu_clock_samples_too():
     """The GPU/call clock starts at a backend's second slice: a 1-s measurement (watch's advice) stopped at 5 eager
     timings had 4 GPU/call ones, and an fp32 call padded to Mem-efficient at half MATH's time was not advised."""
-    from sdpa_tui.engine import headless
+    from sdpa_tui.engine.host import headless
 
     assert headless.MIN_SAMPLES == 5
     short = _measured(4, "graph")

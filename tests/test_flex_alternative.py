@@ -6,11 +6,19 @@ from __future__ import annotations
 import pytest
 from test_watch_advice import lab
 
-from sdpa_tui.core.advice import advise, run_advice
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.flex_alternative import FLEX, FlexCost, FlexSpec, flex_alternative, flex_code, flex_spec, refusal
-from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
-from sdpa_tui.core.watch_report import backend_label
+from sdpa_tui.core.calls.advice import advise, run_advice
+from sdpa_tui.core.calls.flex_alternative import (
+    FLEX,
+    FlexCost,
+    FlexSpec,
+    flex_alternative,
+    flex_code,
+    flex_spec,
+    refusal,
+)
+from sdpa_tui.core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
+from sdpa_tui.core.calls.watch_report import backend_label
 from sdpa_tui.core.workload import Workload
 
 MATH_US = [100.0, 101, 99, 100, 102, 98]  # MADE-UP lab samples for the pure verdict
@@ -89,7 +97,7 @@ def test_code_whose_output_differs_from_the_calls_is_not_offered():
     """Correct by construction: the measuring runs the spec's code on inputs with the call's mask form and compares
     its output with SDPA's call before timing it. The code once offered for transformers' causal mask with padding
     (key padding alone) differs there, and is refused; the code written for that form passes."""
-    from sdpa_tui.engine.flex_cost_client import measure_flex
+    from sdpa_tui.engine.host.flex_cost_client import measure_flex
 
     workload = Workload(batch=2, heads=2, kv_heads=1, seq=64, kv_seq=64, head_dim=16, dtype="fp32", mask="padding")
     right = flex_spec(workload, "cpu", CAUSAL_KEY_PADDING)
@@ -102,8 +110,8 @@ def test_code_whose_output_differs_from_the_calls_is_not_offered():
 def test_the_measuring_process_times_flexattention_at_the_labs_workload_and_answers_each_spec():
     """On the CPU: eager samples enough for the noise rule, the error against float64, the compile time apart; a
     backward refused in words; a failing spec answered without losing the next."""
-    from sdpa_tui.core.faster import MIN_SAMPLES
-    from sdpa_tui.engine.flex_cost_client import measure_flex
+    from sdpa_tui.core.lab.faster import MIN_SAMPLES
+    from sdpa_tui.engine.host.flex_cost_client import measure_flex
 
     small = dict(batch=1, heads=2, kv_heads=1, seq=64, kv_seq=64, head_dim=16, dtype="fp32")
     specs = [flex_spec(Workload(**small, mask="padding"), "cpu", KEY_PADDING),
@@ -126,9 +134,9 @@ def test_on_a_gpu_flexattention_gets_the_labs_three_clocks():
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from sdpa_tui.core.faster import MIN_SAMPLES
+    from sdpa_tui.core.lab.faster import MIN_SAMPLES
     from sdpa_tui.core.stats import Summary
-    from sdpa_tui.engine.flex_cost_client import measure_flex
+    from sdpa_tui.engine.host.flex_cost_client import measure_flex
 
     spec = flex_spec(Workload(batch=4, heads=16, kv_heads=16, seq=2048, kv_seq=2048, head_dim=128, dtype="bf16",
                               mask="causal"), "cuda", CAUSAL)

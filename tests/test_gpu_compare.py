@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.core.gpu_compare import (
+from sdpa_tui.core.lab.across_gpus import (
     GpuResult,
     comparison_dict,
     find_outliers,
@@ -14,7 +14,7 @@ from sdpa_tui.core.gpu_compare import (
     ratios_to_fastest,
     result_from_session,
 )
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
 
 CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop"
@@ -99,7 +99,7 @@ def test_bad_syntax_is_said_before_the_missing_gpus() -> None:
 
 
 def test_clock_falls_back_where_there_is_no_device_clock() -> None:
-    from sdpa_tui.core.gpu_compare import clock_for
+    from sdpa_tui.core.lab.across_gpus import clock_for
 
     assert clock_for([gpu(0, 10.0)]) == "gpu"
     cpu = [GpuResult(0, backend="Math", kernel="k", eager_us=50.0), GpuResult(1, backend="Math", kernel="k", eager_us=80.0)]

@@ -13,11 +13,11 @@ from real_data import H200
 from textual.widgets import OptionList
 from ui_fakes import ENGINE_PID, T0, FakeEngine, live_records, make_test_app, settle, widget_text
 
-from sdpa_tui import device_choice
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.records import Ready, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import Ready, Sample
 from sdpa_tui.core.workload import Workload
+from sdpa_tui.telemetry import device_choice
 from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
 from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.app import SdpaApp

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import Accuracy, BackendStatus
-from sdpa_tui.core.report_model import ReportModel
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.report_model import ReportModel
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import Accuracy, BackendStatus
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.exports.comparison import backend_dict
+from sdpa_tui.exports.lab.report_data import backend_dict
 
 
 def test_fwd_bwd_reports_each_gradients_error_and_fwd_reports_none():
     pytest.importorskip("torch")
-    from sdpa_tui.engine.headless import measure
+    from sdpa_tui.engine.host.headless import measure
 
     small = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
     trained = measure(Workload(**{**small.to_dict(), "direction": "fwd+bwd"}), (Backend.FLASH, Backend.MATH),
@@ -32,7 +32,7 @@ def test_fwd_bwd_reports_each_gradients_error_and_fwd_reports_none():
 
 def test_nonfinite_tensors_are_named():
     torch = pytest.importorskip("torch")
-    from sdpa_tui.engine.quality import nonfinite
+    from sdpa_tui.engine.measuring.quality import nonfinite
 
     fine, nan, inf = torch.zeros(3), torch.tensor([0.0, float("nan")]), torch.tensor([float("-inf")])
     assert nonfinite({"out": fine, "dq": nan, "dk": fine, "dv": inf}) == ("dq", "dv")
@@ -49,7 +49,7 @@ def test_a_nonfinite_gradient_reaches_the_report_row():
 
 def test_the_reports_text_gives_each_backends_gradient_errors_and_names_a_nan():
     """The report's table has one err column (the forward's); fwd+bwd adds a line with dq/dk/dv per backend."""
-    from sdpa_tui.exports.tables import context_lines
+    from sdpa_tui.exports.lab.report_tables import context_lines
 
     session = Session(Workload(direction="fwd+bwd"))
     session.apply(BackendStatus(0, Backend.CUDNN, "ok"))

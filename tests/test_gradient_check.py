@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from test_watch_cpu import ENV, ROOT, watch
 
-from sdpa_tui.watch import gradient_reference, output_check
+from sdpa_tui.watch.probe.checks import gradient_reference, output_check
 
 PROGRAM = {
     "clean": "q = torch.randn(2, 4, 32, 16, requires_grad=True); k = torch.randn(2, 4, 32, 16, requires_grad=True)\n"

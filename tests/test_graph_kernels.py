@@ -12,14 +12,14 @@ from pathlib import Path
 
 from ui_fakes import H200, make_test_app, samples, settle, widget_text
 
-from sdpa_tui.core import kernel_names
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, GraphKernels, KernelCapture, KernelInfo, Ready
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.wire_format import decode, encode
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, GraphKernels, KernelCapture, KernelInfo, Ready
+from sdpa_tui.core.protocol.wire_format import decode, encode
+from sdpa_tui.core.traces import kernel_names
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.clocks import one_call
-from sdpa_tui.engine.graph_nodes import MEMSET_NAME
+from sdpa_tui.engine.measuring.clocks import one_call
+from sdpa_tui.engine.measuring.graph_nodes import MEMSET_NAME
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "graph_kernels_h100.json").read_text())
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sdpa_tui.core.history_ring import HistoryRing
+from sdpa_tui.core.lab.history_ring import HistoryRing
 
 
 def test_bounded_the_newest_at_full_resolution_the_oldest_kept_thinned():

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core import trace
-from sdpa_tui.core.kernel_names import KernelIdentity, identify, main_kernel
-from sdpa_tui.core.kernel_short_names import MAX_SHORT, short_name
-from sdpa_tui.core.records import KernelInfo
+from sdpa_tui.core.protocol.records import KernelInfo
+from sdpa_tui.core.traces import trace
+from sdpa_tui.core.traces.kernel_names import KernelIdentity, identify, main_kernel
+from sdpa_tui.core.traces.kernel_short_names import MAX_SHORT, short_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
 

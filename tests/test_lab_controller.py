@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.lab_controller import LabController
-from sdpa_tui.core.records import Dispatch
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.lab_controller import LabController
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import Dispatch
 from sdpa_tui.core.workload import Workload
 
 

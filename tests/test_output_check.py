@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sdpa_tui.core.watched_calls import OutputCheck
-from sdpa_tui.watch import output_check
+from sdpa_tui.core.calls.watched_calls import OutputCheck
+from sdpa_tui.watch.probe.checks import output_check
 
 
 def _inputs(heads=4, kv_heads=2, rows=24, keys=40, dim=8, seed=0):
@@ -94,11 +94,11 @@ def test_rows_with_every_key_masked_are_counted_not_compared(float_mask):
 
 
 def test_masked_rows_are_said_in_the_report_and_the_calls_view():
-    from sdpa_tui.core.call_signature import CallSignature
-    from sdpa_tui.core.watch_report import build_report
-    from sdpa_tui.core.watched_calls import CallStats, ProcessState
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watch_report import build_report
+    from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
     from sdpa_tui.ui.call_rows import check_lines as view_lines
-    from sdpa_tui.watch.tables import check_lines as report_lines
+    from sdpa_tui.watch.call_cells import check_lines as report_lines
 
     sig = CallSignature(q_shape=(2, 16, 256, 64), kv_shape=(2, 16, 256, 64), dtype="torch.bfloat16", device="cuda:0",
                         mask="bool", mask_shape=(2, 1, 256, 256), causal=False, dropout_p=0.0, scale=0.125,

@@ -16,12 +16,12 @@ import pytest
 from test_engine_cpu import ready_engine, wait_for
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.engine_commands import CaptureKernels, Configure
-from sdpa_tui.core.records import EngineHealth, KernelCapture, Log, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.engine_commands import CaptureKernels, Configure
+from sdpa_tui.core.protocol.records import EngineHealth, KernelCapture, Log, Sample
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.profiler_client import ProfilerClient, ProfilerFailed
-from sdpa_tui.engine.profiler_process import FAULT_ENV
+from sdpa_tui.engine.profiler.profiler_client import ProfilerClient, ProfilerFailed
+from sdpa_tui.engine.profiler.profiler_process import FAULT_ENV
 
 _TORCH = __import__("torch")
 KINETO_SAYS_START = not _TORCH.cuda.is_available() and tuple(map(int, _TORCH.__version__.split(".")[:2])) >= (2, 13)
@@ -179,7 +179,7 @@ def test_the_engine_says_a_failed_capture_and_carries_on(monkeypatch):
 def test_on_the_cpu_the_profiler_process_times_with_the_engines_thread_count(monkeypatch):
     """The kernel clock read 30-120x the eager clock on a 2-core machine: the profiler process ran torch's
     default threads (2: 4,146 µs a call) where the timing engine runs one (59 µs) (issue 21, item 2)."""
-    from sdpa_tui.engine.cpu_threads import available_cores, timing_threads
+    from sdpa_tui.engine.measuring.cpu_threads import available_cores, timing_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     client = ProfilerClient("cpu")
@@ -214,7 +214,7 @@ def test_a_profiler_process_that_left_by_itself_is_reaped_not_left_a_zombie():
 
 # ------------------------------------------------------------------ started before the engine imports torch
 def test_no_profiler_process_is_started_early_for_the_cpu(monkeypatch):
-    from sdpa_tui.engine import profiler_client
+    from sdpa_tui.engine.profiler import profiler_client
 
     assert profiler_client.start_early("cpu") is None, "two cores: the first number comes first"
     monkeypatch.setattr(profiler_client.os.path, "exists", lambda path: False)  # no NVIDIA driver here
@@ -225,8 +225,8 @@ def test_an_early_profiler_process_for_a_gpu_torch_did_not_give_is_replaced_by_o
     import torch
     from test_engine_liveness import NoOutput, Recorder
 
-    from sdpa_tui.engine import profiler_client
-    from sdpa_tui.engine.runner import Engine
+    from sdpa_tui.engine.child.measuring_loop import Engine
+    from sdpa_tui.engine.profiler import profiler_client
 
     monkeypatch.setattr(profiler_client.os.path, "exists", lambda path: path == "/dev/nvidiactl")
     early = profiler_client.start_early("auto")
@@ -245,7 +245,7 @@ def test_an_early_profiler_process_for_the_engines_gpu_is_kept():
     import torch
     from test_engine_liveness import NoOutput, Recorder
 
-    from sdpa_tui.engine.runner import Engine
+    from sdpa_tui.engine.child.measuring_loop import Engine
 
     early = ProfilerClient("cuda:0")  # not started: only its device is compared
     engine = Engine(Recorder(), "cuda", NoOutput(), profiler=early)

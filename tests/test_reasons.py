@@ -8,7 +8,7 @@ import pytest
 from sdpa_tui.core.backends import Backend
 
 torch = pytest.importorskip("torch")
-from sdpa_tui.engine.dispatch import reasons_for  # noqa: E402
+from sdpa_tui.engine.measuring.eligibility import reasons_for  # noqa: E402
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports" / "h200-torch2.11"
 
@@ -51,8 +51,8 @@ def test_on_the_cpu_a_backend_without_a_cpu_kernel_is_said_so_without_torchs_wor
     every flag on: the panel quoted it under the true reason (issue 21, item 3)."""
     torch = pytest.importorskip("torch")
     from sdpa_tui.core.workload import Workload
-    from sdpa_tui.engine.calls import Inputs
-    from sdpa_tui.engine.dispatch import probe
+    from sdpa_tui.engine.measuring.eligibility import probe
+    from sdpa_tui.engine.measuring.sdpa_call import Inputs
 
     device = torch.device("cpu")
     verdict = probe(Inputs.make(Workload(batch=1, heads=2, kv_heads=2, seq=16, kv_seq=16, head_dim=16, dtype="fp32"),

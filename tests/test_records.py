@@ -12,9 +12,9 @@ from real_data import H200, H200_ORDER_IN_FORCE, fixture_kernels
 from test_graph_kernels import graph_kernels
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.dispatch_env import CudnnLoaded, FlashImpl
-from sdpa_tui.core.engine_commands import CaptureKernels, CaptureTraces, Configure, SetPaused, Shutdown
-from sdpa_tui.core.records import (
+from sdpa_tui.core.dispatch_environment import CudnnLoaded, FlashImpl
+from sdpa_tui.core.protocol.engine_commands import CaptureKernels, CaptureTraces, Configure, SetPaused, Shutdown
+from sdpa_tui.core.protocol.records import (
     Accuracy,
     BackendStatus,
     Dispatch,
@@ -32,14 +32,14 @@ from sdpa_tui.core.records import (
     StartupTimes,
     TracesCaptured,
 )
-from sdpa_tui.core.wire_format import PROTOCOL_VERSION, RECORD_TYPES, ProtocolError, decode, encode
+from sdpa_tui.core.protocol.wire_format import PROTOCOL_VERSION, RECORD_TYPES, ProtocolError, decode, encode
 from sdpa_tui.core.workload import Workload
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
 CUDNN_KERNELS = fixture_kernels("CUDNN_ATTENTION.json")
 
 CPU = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
-SHADOWED = Environment(  # what decides dispatch beyond the versions (core/dispatch_env.py)
+SHADOWED = Environment(  # what decides dispatch beyond the versions (core/dispatch_environment.py)
     device="cuda:0", device_name="NVIDIA H100 80GB HBM3", torch_version="2.11.0+cu130", sm="9.0",
     cudnn_loaded=CudnnLoaded("/usr/lib/libcudnn.so.9", "9.1.0", "9.19.0", "/w/libcudnn.so.9", True, ("/w/libcudnn.so.9",)),
     flash_impl=FlashImpl("FA3", ("FA3", "FA4")), sdp_flags={"flash": False, "deterministic": True},

@@ -17,21 +17,14 @@ from real_data import fixture_kernels, session_from_report
 from rich.console import Console
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.kernel_names import main_kernel
-from sdpa_tui.core.kernel_short_names import short_name
-from sdpa_tui.core.records import (
-    BackendStatus,
-    Dispatch,
-    Environment,
-    KernelCapture,
-    Ready,
-    Sample,
-)
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Environment, KernelCapture, Ready, Sample
+from sdpa_tui.core.traces.kernel_names import main_kernel
+from sdpa_tui.core.traces.kernel_short_names import short_name
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.exports.atomic import write_text_atomic
-from sdpa_tui.exports.comparison import SCHEMA_VERSION, report_dict
-from sdpa_tui.exports.tables import markdown_report, rich_report
+from sdpa_tui.exports.files.atomic import write_text_atomic
+from sdpa_tui.exports.lab.report_data import SCHEMA_VERSION, report_dict
+from sdpa_tui.exports.lab.report_tables import markdown_report, rich_report
 
 REPORTS = sorted((Path(__file__).parent / "fixtures" / "reports").glob("*/report-*.json"))
 

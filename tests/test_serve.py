@@ -18,7 +18,7 @@ import pytest
 
 from sdpa_tui import cli
 from sdpa_tui.commands import serve
-from sdpa_tui.engine.client import descendants
+from sdpa_tui.engine.host.client import descendants
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,9 @@ import pytest
 from real_data import fixture_kernels
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.kernel_names import main_kernel
-from sdpa_tui.core.records import (
+from sdpa_tui.core.lab.report_model import ReportModel
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
     EngineError,
@@ -19,8 +20,7 @@ from sdpa_tui.core.records import (
     Ready,
     Sample,
 )
-from sdpa_tui.core.report_model import ReportModel
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.traces.kernel_names import main_kernel
 from sdpa_tui.core.workload import Workload
 
 FLASH_KERNELS = fixture_kernels("FLASH_ATTENTION.json")
@@ -317,8 +317,8 @@ def test_switching_a_backend_off_clears_its_numbers_but_keeps_its_history():
 
 def test_a_share_of_peak_above_100_percent_is_left_out_and_said():
     """A rate above the measured matmul peak means that peak is no ceiling: no share, and a line why."""
-    from sdpa_tui.core.records import PeakFlops
-    from sdpa_tui.exports.tables import context_lines
+    from sdpa_tui.core.protocol.records import PeakFlops
+    from sdpa_tui.exports.lab.report_tables import context_lines
 
     session = configured()
     for backend in ALL_BACKENDS:
@@ -338,8 +338,8 @@ def test_a_share_of_peak_above_100_percent_is_left_out_and_said():
 def test_a_status_from_the_wire_is_a_status_and_is_written_as_the_same_string():
     import json
 
+    from sdpa_tui.core.protocol.wire_format import decode, encode
     from sdpa_tui.core.status import Status
-    from sdpa_tui.core.wire_format import decode, encode
 
     session = Session(Workload())
     record = decode(encode(BackendStatus(session.config_id, Backend.MATH, "oom", "needs 9 GiB")))

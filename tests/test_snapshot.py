@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.records import (
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
     Environment,
@@ -23,14 +24,13 @@ from sdpa_tui.core.records import (
     Ready,
     Sample,
 )
-from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.exports import durable_fs
-from sdpa_tui.exports import snapshot as snap
-from sdpa_tui.exports.comparison import SCHEMA_VERSION
-from sdpa_tui.exports.history_csv import HISTORY_COLUMNS
-from sdpa_tui.exports.snapshot import SnapshotError, SnapshotWriter, read_snapshot, write_snapshot
-from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
+from sdpa_tui.exports.files import durable_fs
+from sdpa_tui.exports.lab import snapshot_folder as snap
+from sdpa_tui.exports.lab.history_csv import HISTORY_COLUMNS
+from sdpa_tui.exports.lab.report_data import SCHEMA_VERSION
+from sdpa_tui.exports.lab.snapshot_folder import SnapshotError, SnapshotWriter, read_snapshot, write_snapshot
+from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 
 FIXED_TIME = 1_700_000_000.0  # every snapshot of a test is taken "in the same second"
 SAMPLES_PER_BACKEND = 5
@@ -275,7 +275,7 @@ def test_read_only_base_dir(tmp_path, session):
 
 
 def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypatch):
-    real_write = snap._write_file
+    real_write = snap.write_file
 
     def full_disk(path, text, newline=None):
         if Path(path).name == "history.csv":
@@ -284,7 +284,7 @@ def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypa
 
     writer = SnapshotWriter.begin(tmp_path)
     writer.trace_path(Backend.MATH).write_text("{}")
-    monkeypatch.setattr(snap, "_write_file", full_disk)
+    monkeypatch.setattr(snap, "write_file", full_disk)
     with pytest.raises(SnapshotError, match="No space left") as info:
         writer.finish(session, screen_svg="<svg/>")
     assert str(info.value) == f"cannot write snapshot to {tmp_path}: No space left on device"
@@ -292,7 +292,7 @@ def test_disk_full_leaves_nothing_and_retry_succeeds(tmp_path, session, monkeypa
     assert entries(tmp_path) == []  # no partial files, not even hidden ones
     assert len(session.history()) == SAMPLES_FED  # the data is still in memory
 
-    monkeypatch.setattr(snap, "_write_file", real_write)  # space freed: the user retries
+    monkeypatch.setattr(snap, "write_file", real_write)  # space freed: the user retries
     out = write_snapshot(tmp_path, session, screen_svg="<svg/>")
     assert entries(tmp_path) == [out.name]
     assert len(read_snapshot(out)["history"]) == SAMPLES_FED
@@ -302,7 +302,7 @@ def test_failure_at_rename_leaves_nothing(tmp_path, session, monkeypatch):
     def no_rename(src, dst):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dst))
 
-    monkeypatch.setattr(snap, "_rename_noreplace", no_rename)
+    monkeypatch.setattr(snap, "rename_noreplace", no_rename)
     with pytest.raises(SnapshotError, match="Permission denied"):
         write_snapshot(tmp_path, session)
     assert entries(tmp_path) == []

@@ -58,7 +58,7 @@ def test_other_main_modules_are_left_as_they_are(monkeypatch):
     import types
 
     from sdpa_tui import cli
-    from sdpa_tui.engine.spawned_main import spawn_children_without_the_script
+    from sdpa_tui.engine.host.spawned_main import spawn_children_without_the_script
 
     other = types.ModuleType("__main__")
     other.main = lambda: 0  # a user's program under watch, a test runner: a main of its own

@@ -7,14 +7,14 @@ import time
 import pytest
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.core.engine_commands import Configure
-from sdpa_tui.core.records import Accuracy, EngineError, Ready, Sample, StartupTimes
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.wire_format import decode, encode
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.engine_commands import Configure
+from sdpa_tui.core.protocol.records import Accuracy, EngineError, Ready, Sample, StartupTimes
+from sdpa_tui.core.protocol.wire_format import decode, encode
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.client import EngineClient
-from sdpa_tui.engine.startup_times import PHASES, StartupClock
-from sdpa_tui.exports.comparison import report_dict
+from sdpa_tui.engine.child.startup_times import PHASES, StartupClock
+from sdpa_tui.engine.host.client import EngineClient
+from sdpa_tui.exports.lab.report_data import report_dict
 
 DEADLINE_S = 120.0  # a bound against hangs on a loaded machine, not a performance claim
 TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")

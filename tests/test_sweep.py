@@ -24,7 +24,8 @@ from rich.console import Console
 
 from sdpa_tui import cli
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.records import (
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
     Environment,
@@ -33,13 +34,12 @@ from sdpa_tui.core.records import (
     Ready,
     Sample,
 )
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.sweep_findings import crossovers
-from sdpa_tui.core.sweep_lengths import MAX_POINTS, parse_seqs, sweep_workloads
-from sdpa_tui.core.sweep_points import PENDING, SKIPPED, Sweep, SweepPoint
+from sdpa_tui.core.sweep.sweep_findings import crossovers
+from sdpa_tui.core.sweep.sweep_lengths import MAX_POINTS, parse_seqs, sweep_workloads
+from sdpa_tui.core.sweep.sweep_points import PENDING, SKIPPED, Sweep, SweepPoint
 from sdpa_tui.core.workload import Workload, WorkloadError
-from sdpa_tui.exports.sweep_documents import CSV_COLUMNS, sweep_csv, sweep_dict, sweep_markdown
-from sdpa_tui.exports.sweep_terminal import chart_lines, render
+from sdpa_tui.exports.sweep.sweep_documents import CSV_COLUMNS, sweep_csv, sweep_dict, sweep_markdown
+from sdpa_tui.exports.sweep.sweep_terminal import chart_lines, render
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).parent / "fixtures" / "reports" / "h100-torch2.11"
@@ -520,8 +520,8 @@ def test_json_csv_and_markdown_documents():
 
 
 def test_sweep_modules_do_not_import_torch():
-    code = ("import sys, sdpa_tui.commands.sweep, sdpa_tui.core.sweep_lengths, sdpa_tui.core.sweep_points, "
-            "sdpa_tui.core.sweep_findings, sdpa_tui.engine.headless\n"
+    code = ("import sys, sdpa_tui.commands.sweep, sdpa_tui.core.sweep.sweep_lengths, sdpa_tui.core.sweep.sweep_points, "
+            "sdpa_tui.core.sweep.sweep_findings, sdpa_tui.engine.host.headless\n"
             "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -597,7 +597,7 @@ def test_the_sweep_says_where_a_backends_gradients_turn_nonfinite_or_its_error_j
     """Issue 19, item 1: along the sweep, where a backend's error jumps or turns non-finite."""
     from dataclasses import replace as changed
 
-    from sdpa_tui.core.sweep_findings import accuracy_findings
+    from sdpa_tui.core.sweep.sweep_findings import accuracy_findings
 
     def point(seq, backend, error, grad, nonfinite=()):
         return SweepPoint(seq, backend, "ok", gpu_us=10.0, error=error, grad_error=grad, nonfinite=nonfinite)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core import trace
-from sdpa_tui.core.kernel_names import identify, main_kernel
+from sdpa_tui.core.traces import trace
+from sdpa_tui.core.traces.kernel_names import identify, main_kernel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces" / "h200-torch2.11"
 

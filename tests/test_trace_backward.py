@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core import kernel_names, trace
+from sdpa_tui.core.traces import kernel_names, trace
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h100-torch2.11"
 

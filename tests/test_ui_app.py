@@ -26,11 +26,19 @@ from ui_fakes import (
     widget_text,
 )
 
-from sdpa_tui.core import kernel_names
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.records import BackendStatus, Dispatch, EngineError, Environment, KernelCapture, Ready, Sample
+from sdpa_tui.core.protocol.records import (
+    BackendStatus,
+    Dispatch,
+    EngineError,
+    Environment,
+    KernelCapture,
+    Ready,
+    Sample,
+)
+from sdpa_tui.core.traces import kernel_names
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.supervisor import EngineDied, EngineRecycled, EngineStarting
+from sdpa_tui.engine.host.supervisor import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
@@ -535,8 +543,8 @@ def fake_series(workloads, enabled, device, **options):
     The options it was called with are kept in ``fake_series.options``."""
     from ui_fakes import H200, live_records
 
-    from sdpa_tui.core.records import BackendStatus, Ready
-    from sdpa_tui.core.session import Session
+    from sdpa_tui.core.lab.session import Session
+    from sdpa_tui.core.protocol.records import BackendStatus, Ready
 
     fake_series.options = options
 
@@ -566,7 +574,7 @@ async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_pa
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "32768" in text and "OOM" in text
-        from sdpa_tui.core.sweep_lengths import TIMEOUT_PER_LENGTH_S
+        from sdpa_tui.core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S
         assert fake_series.options["timeout_s"] == TIMEOUT_PER_LENGTH_S, \
             "a length that takes too long ends with its samples, as in `sdpa-tui sweep` (it waited 600 s)"
         app.screen.query_one("#sweep-body").scroll_end(animate=False)
@@ -584,7 +592,7 @@ TORCH_NO_KERNEL = "No available kernel. Aborting execution."
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 async def test_a_not_eligible_reason_is_shown_once_in_whole_words(size) -> None:
     """At 80x24 the reason was printed twice (status line and "torch says") and cut mid-sentence."""
-    from sdpa_tui.core.records import Environment
+    from sdpa_tui.core.protocol.records import Environment
 
     cpu = Environment(device="cpu", device_name="test CPU", torch_version="2.13.0+cpu", cpu_threads=2)
     app, engine, _ = make_test_app()
@@ -607,7 +615,7 @@ async def test_a_not_eligible_reason_is_shown_once_in_whole_words(size) -> None:
 
 
 def test_reason_lines_wrap_in_whole_words_and_say_when_cut():
-    from sdpa_tui.core.session import Session
+    from sdpa_tui.core.lab.session import Session
     from sdpa_tui.ui.widgets.backend_panel import reason_lines
 
     session = Session(Workload())
@@ -670,7 +678,7 @@ async def test_the_header_says_cpu_mode_and_why_first_at_80_columns(why) -> None
 
 async def test_a_shadowing_cudnn_is_said_first_in_the_header() -> None:
     """transformers#48163: a system cuDNN in place of the wheel's changed what SDPA ran, and nobody saw it."""
-    from sdpa_tui.core.dispatch_env import CudnnLoaded
+    from sdpa_tui.core.dispatch_environment import CudnnLoaded
 
     env = Environment(device="cuda:0", device_name="NVIDIA H100 80GB HBM3", torch_version="2.11.0", sm="9.0",
                       cudnn_loaded=CudnnLoaded("/usr/lib/libcudnn.so.9", "9.1.0", "9.19.0", "/w/libcudnn.so.9", True))

@@ -69,7 +69,7 @@ def test_not_eligible_reasons(snap_compare, size: tuple[int, int]) -> None:
     """fp32: cuDNN and Flash cannot run; each says why once, wrapped in whole words."""
     from ui_fakes import H200, live_records
 
-    from sdpa_tui.core.records import BackendStatus, Ready
+    from sdpa_tui.core.protocol.records import BackendStatus, Ready
     from sdpa_tui.core.workload import Workload
 
     app, engine, _ = make_test_app(workload=Workload(dtype="fp32"))

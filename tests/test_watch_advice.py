@@ -3,17 +3,18 @@ shape after the program exited, the one that beats what ran, the saving over the
 
 from __future__ import annotations
 
+import io
 import sys
 
 import pytest
 from test_watch_cpu import PROGRAMS, watch
 
-from sdpa_tui.core.advice import advise, refused_backends, run_advice
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.call_code import priority_code
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.calls.advice import advise, refused_backends, run_advice
+from sdpa_tui.core.calls.call_code import priority_code
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 from sdpa_tui.core.workload import Workload
 
 
@@ -109,7 +110,7 @@ def test_no_advice_measures_nothing(tmp_path):
 def test_a_mask_is_read_as_causal_only_when_it_is_exactly_what_is_causal_applies():
     import torch
 
-    from sdpa_tui.watch.choice import mask_is_causal
+    from sdpa_tui.watch.probe.explain.choice import mask_is_causal
 
     q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 7, 8)
     keep = torch.ones(5, 7, dtype=torch.bool).tril()
@@ -173,9 +174,9 @@ def test_on_a_gpu_the_output_check_flags_only_the_site_fed_a_nan(tmp_path):
 def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
     from dataclasses import replace
 
-    from sdpa_tui.core.call_signature import CallSignature
-    from sdpa_tui.core.watch_report import build_report
-    from sdpa_tui.core.watched_calls import CallStats, OutputCheck, ProcessState
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watch_report import build_report
+    from sdpa_tui.core.calls.watched_calls import CallStats, OutputCheck, ProcessState
     from sdpa_tui.ui.call_rows import CHECK_FAILED, check_lines, table_cells
 
     sig = CallSignature(q_shape=(1, 2, 48, 16), kv_shape=(1, 2, 48, 16), dtype="torch.float32", device="cpu",
@@ -197,8 +198,8 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
     call of another thread meanwhile ran MATH and its result changed (concurrency.py, watched, in CI)."""
     import torch
 
-    from sdpa_tui.core.watched_calls import OutputCheck
-    from sdpa_tui.watch import output_check
+    from sdpa_tui.core.calls.watched_calls import OutputCheck
+    from sdpa_tui.watch.probe.checks import output_check
 
     seen = []
     real = output_check.reference
@@ -220,9 +221,9 @@ def test_the_output_checks_reference_leaves_the_process_wide_flags_alone(monkeyp
 def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never_best():
     from dataclasses import replace
 
-    from sdpa_tui.commands.advise import rewritten
-    from sdpa_tui.core.advice import Rewrite
-    from sdpa_tui.core.call_code import rewrite_codes
+    from sdpa_tui.core.calls.advice import Rewrite
+    from sdpa_tui.core.calls.call_code import rewrite_codes
+    from sdpa_tui.watch.advise import rewritten
 
     gqa = Workload(heads=8, kv_heads=2, dtype="fp32", mask="padding")
     assert [v for v, _ in rewritten(True, gqa)] == ["is_causal", "expand_kv", "bf16"]
@@ -246,8 +247,8 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
     import torch.nn.functional as F
     from advice_apply import apply_top_advice
 
-    from sdpa_tui.commands.advise import rewritten
-    from sdpa_tui.core.call_code import rewrite_codes
+    from sdpa_tui.core.calls.call_code import rewrite_codes
+    from sdpa_tui.watch.advise import rewritten
 
     odd = Workload(head_dim=100, dtype="bf16")
     assert dict(rewritten(False, odd))["pad_head_dim"].head_dim == 104
@@ -265,7 +266,7 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
 
 def test_a_compiled_call_is_measured_not_advised_and_the_cost_of_the_graphs_other_pick_is_said():
     """pytorch#177712: the compiled graph ran Mem-efficient where eager SDPA picks Flash for the same arguments."""
-    from sdpa_tui.core.advice import compiled_advice
+    from sdpa_tui.core.calls.advice import compiled_advice
 
     session = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98], Backend.FLASH: [40.0, 41, 39, 40, 42, 38]})
     measured = advise(session, "MATH")
@@ -284,8 +285,8 @@ def test_a_calls_mask_form_is_read_as_an_alternative_needs_it():
     """Issue 36, item 5: transformers' causal mask with padding was measured and coded as key padding alone."""
     import torch
 
-    from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
-    from sdpa_tui.watch.choice import mask_form
+    from sdpa_tui.core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
+    from sdpa_tui.watch.probe.explain.choice import mask_form
 
     q, k = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 6, 8)
     key_keep = torch.ones(2, 6, dtype=torch.bool)
@@ -320,9 +321,9 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     note = report["advice"]["note"]
     assert "of a 2 s budget" in note and "the budget of 2 s ran out on cpu before" in note, note
     assert "(--advice-budget SECONDS gives more)" in note
-    steps = [line for line in proc.stderr.splitlines() if "measuring the alternatives: signature" in line]
-    assert steps and re.search(r"signature 1 of 5 \(.+\), \d+ s left of the budget$", steps[0]), steps
-    assert len(steps) == len({re.sub(r", \d+ s left of the budget$", "", s) for s in steps}), "a line per step"
+    steps = [line for line in proc.stderr.splitlines() if "measuring alternatives " in line]
+    assert steps and re.search(r"measuring alternatives 1/5, \d+ s left: .+$", steps[0]), steps
+    assert len(steps) == len({re.sub(r", \d+ s left:", "", s) for s in steps}), "a line per step"
     assert "\r" not in proc.stderr, "no in-place redrawing on a pipe"
     assert report["calls"][0]["alternatives"], "the busiest signature's own workload first"
     left = re.search(r"before (\d+) signature\(s\)", note)
@@ -330,16 +331,20 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     assert unmeasured == (int(left.group(1)) if left else 0) and "rewrite(s) were measured" in note, note
 
 
-def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
-    import io
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as stderr in one is."""
 
-    from sdpa_tui.commands.advice_progress import StderrProgress
-    from sdpa_tui.core.advice import AdviceProgress
+    def isatty(self) -> bool:
+        return True
 
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
+def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monkeypatch):
+    import os
+
+    from sdpa_tui.core.calls.advice import AdviceProgress
+    from sdpa_tui.watch.advice_progress import StderrProgress
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((120, 40)))
     screen = Terminal()
     progress = StderrProgress(screen)
     progress(AdviceProgress(1, 3, "SDPA backends at [1, 8, 512, 64] fp32", 9.6))
@@ -347,20 +352,34 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end():
     progress.say("sdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)")
     progress.clear()
     text = screen.getvalue()
-    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends at [1, 8, 512, 64] " \
-           "fp32), 10 s left of the budget" in text
-    assert "\r\x1b[Ksdpa-tui watch: measuring the alternatives: signature 2 of 3" in text
+    assert "\r\x1b[Ksdpa-tui watch: measuring alternatives 1/3, 10 s left: SDPA backends at [1, 8, 512, 64] " \
+           "fp32" in text
+    assert "\r\x1b[Ksdpa-tui watch: measuring alternatives 2/3, 7 s left" in text
     assert text.endswith("\r\x1b[Ksdpa-tui watch: measuring FlexAttention (compiled) at 1 workload(s)\n"), \
         "a message clears the progress line first; nothing is left drawn at the end"
     piped = io.StringIO()
     progress = StderrProgress(piped)
     for left in (9.0, 8.5, 8.0):  # one step, redrawn on a terminal: one line on a pipe
         progress(AdviceProgress(1, 3, "SDPA backends", left))
-    assert piped.getvalue() == "sdpa-tui watch: measuring the alternatives: signature 1 of 3 (SDPA backends), 9 s left " \
-                               "of the budget\n"
+    assert piped.getvalue() == "sdpa-tui watch: measuring alternatives 1/3, 9 s left: SDPA backends\n"
 
 
 def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
-    from sdpa_tui.commands.advise import default_budget_s
+    from sdpa_tui.watch.advise import default_budget_s
 
     assert default_budget_s(5.5) == 10.0 and default_budget_s(400.0) == 100.0
+
+
+def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redrawn(monkeypatch):
+    import os
+
+    from sdpa_tui.core.calls.advice import AdviceProgress
+    from sdpa_tui.watch.advice_progress import StderrProgress
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
+    screen = Terminal()
+    StderrProgress(screen)(AdviceProgress(1, 3, "FlexAttention: its code run, compared with the call's output, timed",
+                                          5.0))
+    drawn = screen.getvalue().removeprefix("\r\x1b[K")
+    assert len(drawn) == 79 and drawn.startswith("sdpa-tui watch: measuring alternatives 1/3, 5 s left: ") \
+        and drawn.endswith("…")

@@ -1,10 +1,10 @@
-"""Reading torch's why-not reasons off fd 2 inside a watched process (``watch/choice.py``)."""
+"""Reading torch's why-not reasons off fd 2 inside a watched process (``watch/probe/explain/choice.py``)."""
 
 from __future__ import annotations
 
 import os
 
-from sdpa_tui.watch import choice
+from sdpa_tui.watch.probe.explain import choice
 
 # What ``can_use_cudnn_attention(params, debug=True)`` wrote to fd 2 in a torchrun rank on an H200 (2026-11-26,
 # torch 2.11): once torch.distributed is initialised, c10 puts "[rankN]:" before its own log prefix.

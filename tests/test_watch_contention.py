@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import CallStats, ProcessState
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
 from sdpa_tui.telemetry.host_busy import HostBusy
 from sdpa_tui.watch.contention import ContendedCalls
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.watch_lab import lab_workload
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import CallStats, ProcessState
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watch_lab import lab_workload
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -202,7 +202,7 @@ def test_flag_changes_in_a_loop_reuse_their_signature(tmp_path):
 
 
 def test_kernels_in_ranges_of_a_real_h100_trace():
-    from sdpa_tui.core.trace import kernels_in_ranges, load_trace
+    from sdpa_tui.core.traces.trace import kernels_in_ranges, load_trace
 
     trace = load_trace(ROOT / "tests" / "fixtures" / "traces" / "h100-torch2.11" / "CUDNN_ATTENTION_fwd_bwd_2calls.json")
     found = kernels_in_ranges(trace, "sdpa_tui.")
@@ -213,7 +213,7 @@ def test_kernels_in_ranges_of_a_real_h100_trace():
 
 
 def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
-    from sdpa_tui.watch import bursts
+    from sdpa_tui.watch.probe.kernels import bursts
 
     schedule = bursts.KernelBursts()
     schedule.signature_seen()
@@ -232,7 +232,7 @@ def test_a_new_signature_makes_a_burst_due_unless_one_just_ended():
 
 
 def test_a_coverage_burst_ends_once_its_signatures_are_covered_a_scheduled_one_runs_its_time():
-    from sdpa_tui.watch import bursts
+    from sdpa_tui.watch.probe.kernels import bursts
 
     coverage = bursts.KernelBursts()
     coverage.due = True
@@ -263,7 +263,7 @@ def test_no_window_starts_before_the_last_one_is_exported(monkeypatch):
     window exports the last one on the calling thread first, if the background thread has not yet."""
     from torch.profiler import profile
 
-    from sdpa_tui.watch import bursts
+    from sdpa_tui.watch.probe.kernels import bursts
 
     windows = bursts.KernelBursts()
     windows.due = True
@@ -285,7 +285,7 @@ def test_no_window_starts_before_the_last_one_is_exported(monkeypatch):
 def test_a_window_that_cannot_start_is_counted_as_failed(monkeypatch):
     from torch.profiler import profile
 
-    from sdpa_tui.watch import bursts
+    from sdpa_tui.watch.probe.kernels import bursts
 
     def refuse(self):
         raise RuntimeError("another profiler is running\nsecond line")
@@ -301,8 +301,8 @@ def test_a_window_that_cannot_start_is_counted_as_failed(monkeypatch):
 def test_alternating_signatures_count_apart_and_a_fork_starts_over():
     import torch
 
-    from sdpa_tui.watch.fast_path import make_wrapper
-    from sdpa_tui.watch.probe import Probe
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+    from sdpa_tui.watch.probe.slow_path import Probe
 
     probe = Probe(None, kernel_bursts=False)
     sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
@@ -324,7 +324,7 @@ COMPILED_ON_CPU = """
 import json, sys, torch
 import torch.nn.functional as F
 from torch._dynamo.utils import counters
-from sdpa_tui.watch.install import install
+from sdpa_tui.watch.probe.install import install
 probe = install(None, kernel_bursts=False)
 attend = torch.compile(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True) * 2.0, backend="eager")
 q = torch.randn(2, 2, 16, 8)
@@ -347,7 +347,7 @@ def test_compiled_calls_are_counted_by_graph_runs_and_exported_ones_pass_through
 
 
 def test_a_call_site_outside_the_working_directory_keeps_its_path(tmp_path, monkeypatch):
-    from sdpa_tui.watch.origin import short_path
+    from sdpa_tui.watch.probe.explain.origin import short_path
 
     inside = tmp_path / "work" / "train.py"
     outside = tmp_path / "elsewhere" / "model.py"
@@ -392,8 +392,8 @@ def test_each_call_site_of_one_signature_keeps_its_calls_exact_then_sampled():
     TIME_EVERY-th for TIME_EVERY, so a site seen only late is still named, with its calls estimated."""
     import torch
 
-    from sdpa_tui.watch.fast_path import make_wrapper
-    from sdpa_tui.watch.probe import MODULE_CALLS, TIME_EVERY, Probe
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+    from sdpa_tui.watch.probe.slow_path import MODULE_CALLS, TIME_EVERY, Probe
 
     probe = Probe(None, kernel_bursts=False)
     sdpa = make_wrapper(lambda q, k, v, *args, **kwargs: q, probe)
@@ -459,7 +459,7 @@ def test_format_json_prints_the_report_alone_on_stdout(tmp_path):
 
 SCRIPTED_UNDER_WATCH = """
 import json, warnings, torch
-from sdpa_tui.watch.install import install
+from sdpa_tui.watch.probe.install import install
 warnings.simplefilter("ignore")
 probe = install(None, kernel_bursts=False)
 attention = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()

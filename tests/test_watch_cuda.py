@@ -9,7 +9,7 @@ import sys
 import pytest
 from test_watch_cpu import PROGRAMS, plain, watch
 
-from sdpa_tui.core.kernel_names import ATTENTION_FAMILIES, identify
+from sdpa_tui.core.traces.kernel_names import ATTENTION_FAMILIES, identify
 
 pytestmark = pytest.mark.cuda
 

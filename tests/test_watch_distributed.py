@@ -1,7 +1,7 @@
 """``sdpa-tui watch`` on a distributed job (CPU, gloo): every rank is watched, rows say which ranks made them.
 
 The ranks are fresh interpreters (torchrun's workers, ``torch.multiprocessing.spawn`` children): the
-start-up hook on their ``PYTHONPATH`` watches them (``sdpa_tui/watch/startup.py``).
+start-up hook on their ``PYTHONPATH`` watches them (``sdpa_tui/watch/probe/startup.py``).
 """
 
 from __future__ import annotations
@@ -88,9 +88,9 @@ def test_a_command_that_is_not_there_is_bad_input(tmp_path):
 
 
 def test_a_rank_on_another_backend_or_off_the_others_time_is_flagged():
-    from sdpa_tui.core.call_signature import CallSignature
-    from sdpa_tui.core.watch_report import merge
-    from sdpa_tui.core.watched_calls import CallStats, ProcessState
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watch_report import merge
+    from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
 
     def state(rank: int, backend: str, us: float) -> ProcessState:
         sig = CallSignature(q_shape=(2, 8, 512, 64), kv_shape=(2, 8, 512, 64), dtype="torch.bfloat16",

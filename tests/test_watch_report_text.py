@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import (
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import (
     CPU_KERNELS_NOTE,
     BackwardStats,
     CallStats,
@@ -141,3 +141,11 @@ def test_markdown_has_the_table_and_each_rows_details():
     assert "| 1 | prog.py:24,22 | qkv[2,8,16,8] fp32 bool mask | Flash | 16 | 86.9 µs | 93% |" in md
     assert "- **sites** tests/prog.py:24 (10 calls), :22 (6 calls)" in md
     assert "NOT INSPECTED: 7 calls" in md
+
+
+def test_calls_beyond_the_noted_sites_are_not_counted_at_them():
+    """A fast path called 731 times had its first 256 calls' sites noted: "at x.py:41 (256 calls)" read as a miscount."""
+    mha = UninspectedCalls("nn.MultiheadAttention's fast path", 731, {"prog.py:41": 256}, ["mha"])
+    text = " ".join(report_text(cpu_report(uninspected=[mha]), 100).split())
+    assert "NOT INSPECTED: 731 calls of nn.MultiheadAttention's fast path at prog.py:41 (where its first 256 calls " \
+           "came from) in mha" in text

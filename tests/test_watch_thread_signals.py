@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_tui.watch.probe import Probe
-from sdpa_tui.watch.thread_signals import leave_signals_to_the_program
+from sdpa_tui.watch.probe.slow_path import Probe
+from sdpa_tui.watch.probe.thread_signals import leave_signals_to_the_program
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

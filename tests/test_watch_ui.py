@@ -18,12 +18,12 @@ from textual.widgets import DataTable, Log
 from ui_fakes import FakeEngine, FakeGpuSource, settle, widget_text
 
 from sdpa_tui.core.backends import ALL_BACKENDS
-from sdpa_tui.core.session import Session
-from sdpa_tui.core.watch_report import build_report
-from sdpa_tui.core.watched_calls import ProcessState
+from sdpa_tui.core.calls.watch_report import build_report
+from sdpa_tui.core.calls.watched_calls import ProcessState
+from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.watch_app import WatchApp
-from sdpa_tui.watch.runner import WatchedProgram
+from sdpa_tui.watch.watched_program import WatchedProgram
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -37,6 +37,13 @@ def watch_app(program, log_path: str) -> tuple[WatchApp, FakeEngine]:
     engine.app = app
     app.watch_program(program, log_path)
     return app, engine
+
+
+def watch_recorded(program, tmp_path, monkeypatch) -> WatchApp:
+    """A recorded program's app, its log an empty file in ``tmp_path`` (the working directory)."""
+    monkeypatch.chdir(tmp_path)
+    Path("program.log").write_text("")
+    return watch_app(program, "program.log")[0]
 
 
 def watch_script(name: str, log_file) -> tuple[WatchedProgram, WatchApp, FakeEngine]:
@@ -167,8 +174,8 @@ class RankedProgram(RecordedProgram):
     """Two ranks of a job that has ended: a signature both made (3 and 5 calls), one only rank 1 made."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.call_signature import CallSignature
-        from sdpa_tui.core.watched_calls import CallStats
+        from sdpa_tui.core.calls.call_signature import CallSignature
+        from sdpa_tui.core.calls.watched_calls import CallStats
 
         both = CallSignature((1, 2, 16, 8), (1, 2, 16, 8), "torch.float32", "cpu", causal=True)
         one = CallSignature((1, 2, 16, 8), (1, 2, 32, 8), "torch.float32", "cpu")
@@ -182,9 +189,7 @@ class RankedProgram(RecordedProgram):
 
 
 async def test_r_shows_one_ranks_calls_then_the_next_then_all(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    Path("ranks.log").write_text("")
-    app, _ = watch_app(RankedProgram(), "ranks.log")
+    app = watch_recorded(RankedProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
 
@@ -209,28 +214,28 @@ def test_watch_logs_go_to_the_cache_and_only_the_newest_are_kept(tmp_path, monke
     """Each live watch run left its output log in /tmp for good (issue 21, item 4)."""
     import os
 
-    from sdpa_tui.ui import watch_launch
+    from sdpa_tui.commands import watch_monitor
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    folder = watch_launch.log_dir()
+    folder = watch_monitor.log_dir()
     assert folder == str(tmp_path / "sdpa-tui" / "watch")
-    for i in range(watch_launch.KEEP_LOGS + 3):
+    for i in range(watch_monitor.KEEP_LOGS + 3):
         path = os.path.join(folder, f"sdpa-tui-watch-old-{i:02d}.log")
         open(path, "w").close()
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
-    new = watch_launch.log_file_path()
+    new = watch_monitor.log_file_path()
     open(new, "w").close()
     left = sorted(e for e in os.listdir(folder))
-    assert len(left) == watch_launch.KEEP_LOGS and os.path.basename(new) in left
-    assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_launch.KEEP_LOGS + 2:02d}.log" in left
+    assert len(left) == watch_monitor.KEEP_LOGS and os.path.basename(new) in left
+    assert "sdpa-tui-watch-old-00.log" not in left and f"sdpa-tui-watch-old-{watch_monitor.KEEP_LOGS + 2:02d}.log" in left
 
 
 async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_and_code(tmp_path, monkeypatch):
     """Issue 18, item 4: the Calls view's best and saving columns, and the alternatives with their code in the
-    detail pane (the advisor is a stand-in here: what commands/advise.py measures is tested in test_watch_advice)."""
-    from sdpa_tui.core.advice import advise
+    detail pane (the advisor is a stand-in here: what watch/advise.py measures is tested in test_watch_advice)."""
     from sdpa_tui.core.backends import Backend
-    from sdpa_tui.core.records import BackendStatus, Dispatch, Sample
+    from sdpa_tui.core.calls.advice import advise
+    from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 
     def advisor(report, say=None, progress=None):
         lab = Session(Workload(dtype="fp32"))
@@ -243,9 +248,7 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
         if say:
             say("sdpa-tui watch: measured")
 
-    monkeypatch.chdir(tmp_path)
-    Path("shapes.log").write_text("")
-    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app = watch_recorded(RecordedProgram(), tmp_path, monkeypatch)
     app.advisor = advisor
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
@@ -271,8 +274,8 @@ class TwoModelsProgram(RecordedProgram):
     deeply nested module: module cells of about 90 characters (issue 36, item 2)."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.call_signature import CallSignature
-        from sdpa_tui.core.watched_calls import CallStats
+        from sdpa_tui.core.calls.call_signature import CallSignature
+        from sdpa_tui.core.calls.watched_calls import CallStats
 
         merged = CallSignature((2, 4, 16, 8), (2, 4, 16, 8), "torch.float32", "cpu", mask="bool", mask_shape=(2, 1, 16, 16))
         nested = CallSignature((2, 4, 32, 8), (2, 2, 32, 8), "torch.float32", "cpu", causal=True, gqa=True)
@@ -291,9 +294,7 @@ class TwoModelsProgram(RecordedProgram):
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
 async def test_every_rows_count_backend_time_and_best_are_on_screen_and_long_modules_elided(size, tmp_path, monkeypatch):
     """Issue 36, item 2: at 120x40 the view ended at ``q shape [``, at 80x24 only site and module showed."""
-    monkeypatch.chdir(tmp_path)
-    Path("two.log").write_text("")
-    app, _ = watch_app(TwoModelsProgram(), "two.log")
+    app = watch_recorded(TwoModelsProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -337,9 +338,7 @@ class BusyHostProgram(TwoModelsProgram):
 
 async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_path, monkeypatch):
     """Issue 36, item 7: the Calls view had no contention flag (the lab's header has one)."""
-    monkeypatch.chdir(tmp_path)
-    Path("busy.log").write_text("")
-    app, _ = watch_app(BusyHostProgram(), "busy.log")
+    app = watch_recorded(BusyHostProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -359,7 +358,7 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
     """Issue 36, item 6: signature i of n and the time left of the budget, above the table while ``b`` measures."""
     import threading
 
-    from sdpa_tui.core.advice import AdviceProgress
+    from sdpa_tui.core.calls.advice import AdviceProgress
 
     seen, release = threading.Event(), threading.Event()
 
@@ -369,19 +368,16 @@ async def test_b_shows_where_the_measuring_stands_while_it_runs(tmp_path, monkey
         assert release.wait(10)
         report.advice = [None] * len(report.rows)
 
-    monkeypatch.chdir(tmp_path)
-    Path("shapes.log").write_text("")
-    app, _ = watch_app(RecordedProgram(), "shapes.log")
+    app = watch_recorded(RecordedProgram(), tmp_path, monkeypatch)
     app.advisor = advisor
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and app.calls.rows and app.exit_code is not None)
         line = app.calls.query_one("#advice-progress")
         assert not line.display
         await pilot.press("b")
-        await settle(pilot, until=lambda: seen.is_set() and "signature 2 of 5" in widget_text(app, "#advice-progress"))
+        await settle(pilot, until=lambda: seen.is_set() and "alternatives 2/5" in widget_text(app, "#advice-progress"))
         assert " ".join(widget_text(app, "#advice-progress").split()) == (
-            "measuring the alternatives: signature 2 of 5 (SDPA backends at [2, 8, 16, 32] fp32), 6 s left of the "
-            "budget")
+            "measuring alternatives 2/5, 6 s left: SDPA backends at [2, 8, 16, 32] fp32")
         release.set()
         await settle(pilot, until=lambda: not line.display)
         assert not line.display, "gone once the measuring ended"
@@ -391,8 +387,8 @@ class NanGradientProgram(TwoModelsProgram):
     """The Math row's sampled backwards made dq non-finite (as pytorch#196678's cuDNN backward does), replayed."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.gradient_check import BackendReplay, GradientCheck
-        from sdpa_tui.core.watched_calls import OutputCheck
+        from sdpa_tui.core.calls.gradient_check import BackendReplay, GradientCheck
+        from sdpa_tui.core.calls.watched_calls import OutputCheck
 
         super().__init__()
         call = self.states[0].calls[0]
@@ -406,9 +402,7 @@ class NanGradientProgram(TwoModelsProgram):
 
 async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_gradients(tmp_path, monkeypatch):
     """Issue 35: the Calls view said nothing of the gradients; the forward check alone passed."""
-    monkeypatch.chdir(tmp_path)
-    Path("nan.log").write_text("")
-    app, _ = watch_app(NanGradientProgram(), "nan.log")
+    app = watch_recorded(NanGradientProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
@@ -428,7 +422,7 @@ class FastPathProgram(TwoModelsProgram):
     """An nn.MultiheadAttention in eval with autograd off beside the two models: its calls run SDPA inside C++."""
 
     def __init__(self) -> None:
-        from sdpa_tui.core.watched_calls import UninspectedCalls
+        from sdpa_tui.core.calls.watched_calls import UninspectedCalls
 
         super().__init__()
         self.states[0].uninspected = [UninspectedCalls(
@@ -439,9 +433,7 @@ class FastPathProgram(TwoModelsProgram):
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 async def test_calls_watch_cannot_inspect_get_a_row_with_their_site_and_count(size, tmp_path, monkeypatch):
     """Issue 36, item 4: nn.MultiheadAttention's fast path was undercounted live, with no notice on screen."""
-    monkeypatch.chdir(tmp_path)
-    Path("fast.log").write_text("")
-    app, _ = watch_app(FastPathProgram(), "fast.log")
+    app = watch_recorded(FastPathProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls._order) == 3)
         await settle(pilot)

@@ -6,10 +6,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from sdpa_tui.core.call_signature import CallSignature
-from sdpa_tui.core.trace import load_trace
-from sdpa_tui.core.watched_calls import CallStats, Captures
-from sdpa_tui.core.window_reading import from_json, main, read_window, to_json
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watched_calls import CallStats, Captures
+from sdpa_tui.core.traces.trace import load_trace
+from sdpa_tui.core.traces.window_reading import from_json, main, read_window, to_json
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h100-torch2.11"
 EFFICIENT = TRACES / "watch-window-efficient-16calls.json.gz"  # q[1,8,1024,256] bf16 under sdpa_kernel([EFFICIENT, MATH])
@@ -42,7 +42,7 @@ def test_a_compiled_graphs_op_counts_once_per_run_even_nested_in_itself():
 
 
 def test_a_window_whose_gpu_records_came_back_untimed_gives_no_call_a_time():
-    from sdpa_tui.watch.profile_readings import ReadingSink
+    from sdpa_tui.watch.probe.kernels.profile_readings import ReadingSink
 
     window = read_window(load_trace(UNTIMED))
     assert window.reading.untimed > 900 and window.reading.ranged == []
@@ -55,7 +55,7 @@ def test_a_window_whose_gpu_records_came_back_untimed_gives_no_call_a_time():
 
 
 def test_the_helper_process_reads_a_window_as_this_process_does(capsys):
-    from sdpa_tui.watch import window_files
+    from sdpa_tui.watch.probe.kernels import window_files
 
     here = read_window(load_trace(COMPILED))
     helper = window_files._read(str(COMPILED))  # python -I -c …: a separate interpreter
@@ -67,6 +67,6 @@ def test_the_helper_process_reads_a_window_as_this_process_does(capsys):
 def test_the_reader_imports_no_torch():
     import subprocess
 
-    code = ("import sys; import sdpa_tui.core.window_reading; "
+    code = ("import sys; import sdpa_tui.core.traces.window_reading; "
             "sys.exit(1 if 'torch' in sys.modules or 'textual' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1]).returncode == 0

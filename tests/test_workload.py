@@ -9,15 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdpa_tui.core.workload import (
-    DIRECTIONS,
-    DTYPES,
-    LIMITS,
-    MASKS,
-    MAX_INPUT_BYTES,
-    Workload,
-    WorkloadError,
-)
+from sdpa_tui.core.workload import DIRECTIONS, DTYPES, LIMITS, MASKS, MAX_INPUT_BYTES, Workload, WorkloadError
 
 SIZE_FIELDS = tuple(LIMITS)  # batch, heads, kv_heads, seq, kv_seq, head_dim
 

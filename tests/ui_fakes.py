@@ -3,7 +3,7 @@
 Everything fed to the app is built from real data:
 
 - kernels and per-call kernel sums: the real H200 traces in ``fixtures/traces/h200-torch2.11/``
-  (torch 2.11, CUDA 13.0, cuDNN 9.19), parsed with :mod:`sdpa_tui.core.trace`;
+  (torch 2.11, CUDA 13.0, cuDNN 9.19), parsed with :mod:`sdpa_tui.core.traces.trace`;
 - timings: DESIGN.md's measured table ([2, 8, 512, 64] fp16 forward);
 - the environment: the H200 those traces were taken on.
 
@@ -24,10 +24,10 @@ from typing import Any
 from real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 from textual.pilot import Pilot
 
-from sdpa_tui.core import trace
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
-from sdpa_tui.core.engine_commands import CaptureTraces, Configure
-from sdpa_tui.core.records import (
+from sdpa_tui.core.lab.session import Session
+from sdpa_tui.core.protocol.engine_commands import CaptureTraces, Configure
+from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
     KernelCapture,
@@ -36,9 +36,9 @@ from sdpa_tui.core.records import (
     Sample,
     TracesCaptured,
 )
-from sdpa_tui.core.session import Session
+from sdpa_tui.core.traces import trace
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.telemetry.snapshot import GpuProcess, GpuSnapshot
+from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
 

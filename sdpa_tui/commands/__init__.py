@@ -1,2 +1,2 @@
-"""The commands' own modules: what each of report, sweep, compare, exporter and serve does once cli.py has
-parsed its options, and the option groups they share."""
+"""Every command, once ``cli.py`` has parsed it: the live monitor (``monitor.py``), ``watch`` (``watch.py``, its live
+view ``watch_monitor.py``), ``report``, ``sweep``, ``compare``, ``exporter``, ``serve``, and the option groups they share."""

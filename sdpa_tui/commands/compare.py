@@ -14,7 +14,7 @@ import math
 import sys
 
 from ..exit_codes import EXIT_NOT_COMPARABLE, EXIT_SLOWER, EXIT_USAGE
-from ..exports.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
+from ..exports.compare.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
 
 # The CLI imports this module to build its parser at every start (the live monitor's too): what only a comparison
 # needs (the watch report model, its diff, Rich) is imported when one runs.
@@ -54,9 +54,9 @@ def parse_threshold(text: str) -> float:
 
 def load_either(path: str) -> tuple[dict, bool]:
     """A lab report or snapshot (checked by ``load_report``), or a ``watch --report`` file: (document, is_watch)."""
-    from ..core.watch_report import SCHEMA_VERSION as WATCH_SCHEMA_VERSION
-    from ..exports.document_files import UnreadableDocument, read_document
-    from ..exports.watch_diff import is_watch_report
+    from ..core.calls.watch_report import SCHEMA_VERSION as WATCH_SCHEMA_VERSION
+    from ..exports.compare.watch_diff import is_watch_report
+    from ..exports.files.document_files import UnreadableDocument, read_document
 
     try:
         file, document = read_document(path)
@@ -83,14 +83,14 @@ def run_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     if a_watch:
-        from ..exports import watch_diff as views
+        from ..exports.compare import watch_diff as views
 
         comparison = views.compare_watch_reports(a, b, threshold, a_path=args.a, b_path=args.b)
         why_not = comparison.not_comparable
         as_dict, as_markdown, as_rich = (views.watch_comparison_dict, views.watch_comparison_markdown,
                                          views.watch_comparison_rich)
     else:
-        from ..exports.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
+        from ..exports.compare.report_diff_views import comparison_dict, comparison_markdown, comparison_rich
 
         comparison = compare_reports(a, b, threshold, a_path=args.a, b_path=args.b)
         why_not = "" if comparison.workload_same else \

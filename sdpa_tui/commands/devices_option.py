@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.gpu_compare import parse_devices
-from ..device_choice import VisibleGpus, cuda_device_of, find_gpus
+from ..core.lab.across_gpus import parse_devices
+from ..telemetry.device_choice import VisibleGpus, cuda_device_of, find_gpus
 from ..telemetry.host_gpus import gpu_count
 
 

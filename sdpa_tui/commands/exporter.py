@@ -3,7 +3,7 @@
 The engine runs as in the live monitor (its own process, restarted when it dies, replaced when
 its host memory grew too much); an NVML poller reads the GPU measured on. Both deliver on their
 own threads; each takes the lock, updates the session and publishes the metrics
-(:class:`~sdpa_tui.exports.metrics.LatestMetrics`). SIGINT, SIGTERM and SIGHUP stop it (exit 0).
+(:class:`~sdpa_tui.exports.metrics.lab_metrics.LatestMetrics`). SIGINT, SIGTERM and SIGHUP stop it (exit 0).
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ import threading
 from typing import Any
 
 from ..core.backends import Backend
-from ..core.lab_controller import LabController
-from ..core.records import Ready
-from ..core.session import Session
+from ..core.lab.lab_controller import LabController
+from ..core.lab.session import Session
+from ..core.protocol.records import Ready
 from ..core.workload import Workload
-from ..device_choice import gpu_index
-from ..engine.supervisor import EngineDied, EngineRecycled, EngineSupervisor
+from ..engine.host.supervisor import EngineDied, EngineRecycled, EngineSupervisor
 from ..exit_codes import EXIT_USAGE
-from ..exports.metrics import LatestMetrics
-from ..exports.metrics_address import check_address, check_port, is_loopback
-from ..exports.metrics_server import MetricsServerError, serve_metrics
+from ..exports.metrics.lab_metrics import LatestMetrics
+from ..exports.metrics.metrics_address import check_address, check_port, is_loopback
+from ..exports.metrics.metrics_server import MetricsServerError, serve_metrics
+from ..telemetry.device_choice import gpu_index
 from ..telemetry.gpu_poller import GpuPoller
-from ..telemetry.snapshot import GpuSnapshot
+from ..telemetry.gpu_snapshot import GpuSnapshot
 
 NVML_INTERVAL_S = 1.0
 

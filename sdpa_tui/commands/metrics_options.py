@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..exports.metrics_address import DEFAULT_ADDRESS, DEFAULT_PORT, check_address, check_port
+from ..exports.metrics.metrics_address import DEFAULT_ADDRESS, DEFAULT_PORT, check_address, check_port
 
 
 def add_exporter_options(parser: argparse.ArgumentParser) -> None:

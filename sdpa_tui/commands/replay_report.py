@@ -8,7 +8,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from ..core.gradient_check import GRADIENTS, replay_advice
+from ..core.calls.gradient_check import GRADIENTS, replay_advice
 from ..exit_codes import EXIT_ENGINE, EXIT_USAGE
 from ..watch.replay_client import replay_saved_calls
 

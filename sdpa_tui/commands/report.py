@@ -9,11 +9,11 @@ from rich.console import Console
 
 from ..core.backends import Backend
 from ..core.workload import Workload
-from ..engine.headless import EngineFailed, Progress, measure
+from ..engine.host.headless import EngineFailed, Progress, measure
 from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
-from ..exports.atomic import write_text_atomic
-from ..exports.comparison import report_dict
-from ..exports.tables import markdown_report, rich_report
+from ..exports.files.atomic import write_text_atomic
+from ..exports.lab.report_data import report_dict
+from ..exports.lab.report_tables import markdown_report, rich_report
 
 TIMEOUT_S = 300.0
 """When this is up (engine start included), the report shows what it has, marked as few samples; it fails only

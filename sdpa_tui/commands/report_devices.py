@@ -17,17 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from rich.console import Console
 
 from ..core.backends import Backend
-from ..core.gpu_compare import GpuResult, comparison_dict, find_outliers, outlier_line, result_from_session
-from ..core.session import Session
+from ..core.lab.across_gpus import GpuResult, comparison_dict, find_outliers, outlier_line, result_from_session
+from ..core.lab.session import Session
 from ..core.workload import Workload
-from ..engine import device_engines
-from ..engine.client import descendants
-from ..engine.headless import EngineFailed, Progress, measure
+from ..engine.host import device_engines
+from ..engine.host.client import descendants
+from ..engine.host.headless import EngineFailed, Progress, measure
 from ..exit_codes import EXIT_ENGINE
-from ..exports.atomic import write_text_atomic
-from ..exports.comparison import report_dict
-from ..exports.gpu_tables import markdown_comparison, rich_comparison
-from ..exports.tables import markdown_report, rich_report
+from ..exports.files.atomic import write_text_atomic
+from ..exports.lab.gpu_tables import markdown_comparison, rich_comparison
+from ..exports.lab.report_data import report_dict
+from ..exports.lab.report_tables import markdown_report, rich_report
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
 
 NVML_INTERVAL_S = 1.0

@@ -12,16 +12,16 @@ import sys
 from rich.console import Console
 
 from ..core.backends import Backend
-from ..core.records import Environment
-from ..core.sweep_findings import crossovers
-from ..core.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_workloads
-from ..core.sweep_points import Sweep
+from ..core.protocol.records import Environment
+from ..core.sweep.sweep_findings import crossovers
+from ..core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_workloads
+from ..core.sweep.sweep_points import Sweep
 from ..core.workload import Workload
-from ..engine.headless import EngineFailed, SeriesProgress, measure_series
+from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
 from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
-from ..exports.atomic import write_text_atomic
-from ..exports.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
-from ..exports.sweep_terminal import progress_line, render
+from ..exports.files.atomic import write_text_atomic
+from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
+from ..exports.sweep.sweep_terminal import progress_line, render
 
 
 # ------------------------------------------------------------------ the command

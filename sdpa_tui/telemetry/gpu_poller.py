@@ -10,8 +10,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from .gpu_snapshot import GpuSnapshot
 from .nvml import NvmlReader
-from .snapshot import GpuSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .gpu_poller import GpuPoller
-from .nvml import NvmlReader, _error_text, import_pynvml
-from .snapshot import GpuSnapshot
+from .gpu_snapshot import GpuSnapshot
+from .nvml import NvmlReader, error_text, import_pynvml
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class HostGpuReader:
             finally:
                 self._nvml.nvmlShutdown()  # each reader holds its own (reference-counted) init
         except Exception as exc:
-            self._reason = _error_text(self._nvml, exc)[0]
+            self._reason = error_text(self._nvml, exc)[0]
             return False
         self._readers = [NvmlReader(i, nvml=self._nvml) for i in range(count)]
         if count == 0:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .snapshot import NVML_FIELDS, GpuProcess, GpuSnapshot, decode_clock_event_reasons
+from .gpu_snapshot import NVML_FIELDS, GpuProcess, GpuSnapshot, decode_clock_event_reasons
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def _text(value: Any) -> str | None:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _error_text(nvml: Any, exc: BaseException) -> tuple[str, int | None]:
+def error_text(nvml: Any, exc: BaseException) -> tuple[str, int | None]:
     """(reason text, NVML return code or None) for an exception from ``nvml``."""
     err_type = getattr(nvml, "NVMLError", None)
     if isinstance(err_type, type) and isinstance(exc, err_type):
@@ -99,7 +99,7 @@ class _Pass:
             try:
                 return func(*args)
             except Exception as exc:
-                reason, code = _error_text(self.nvml, exc)
+                reason, code = error_text(self.nvml, exc)
                 if code in self._fatal_codes:
                     self.fatal, self.fatal_code = reason, code
                     break
@@ -150,7 +150,7 @@ class NvmlReader:
                     raise AttributeError("nvmlInit missing")
                 init()
             except Exception as exc:
-                self._reason = _error_text(self._nvml, exc)[0]
+                self._reason = error_text(self._nvml, exc)[0]
                 return False
             self._inited, self._reason = True, None
             return True

@@ -20,18 +20,18 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.backends import ALL_BACKENDS
-from ..core.engine_commands import CaptureTraces
-from ..core.engine_handle import EngineHandle
-from ..core.lab_controller import LabController
-from ..core.report_model import ReportModel
-from ..core.session import Session
+from ..core.lab.lab_controller import LabController
+from ..core.lab.report_model import ReportModel
+from ..core.lab.session import Session
+from ..core.protocol.engine_commands import CaptureTraces
+from ..core.protocol.engine_handle import EngineHandle
+from ..telemetry.gpu_snapshot import GpuSnapshot
 from ..telemetry.host_cpu import disturbance_note
-from ..telemetry.snapshot import GpuSnapshot
 from .background_input import BackgroundInput
 from .configuration_keys import ConfigurationKeys
 from .gpu_switching import GpuSwitching
 from .messages import GpuUpdate
-from .snapshots import SnapshotFlow
+from .snapshot_requests import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
 from .widgets.dispatch_panel import DispatchPanel
 from .widgets.gpu_overview import GpuOverview

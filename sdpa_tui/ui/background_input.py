@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.records import Ready, Sample, TracesCaptured
-from ..core.session import Session
-from ..engine.supervisor import EngineDied, EngineRecycled, EngineStarting
-from ..telemetry.snapshot import GpuSnapshot
+from ..core.lab.session import Session
+from ..core.protocol.records import Ready, Sample, TracesCaptured
+from ..engine.host.supervisor import EngineDied, EngineRecycled, EngineStarting
+from ..telemetry.gpu_snapshot import GpuSnapshot
 from .messages import EngineEvent, EngineRecords, GpuUpdate
 
 if TYPE_CHECKING:
     from ..core.backends import Backend
-    from .snapshots import SnapshotFlow
+    from .snapshot_requests import SnapshotFlow
 
 
 class BackgroundInput:

@@ -8,16 +8,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..core.advice import SignatureAdvice
 from ..core.backends import ALL_BACKENDS
-from ..core.call_signature import dtype_name
-from ..core.compiled_twins import cost_lines
-from ..core.kernel_short_names import short_name
+from ..core.calls.advice import SignatureAdvice
+from ..core.calls.call_signature import dtype_name
+from ..core.calls.compiled_twins import cost_lines
+from ..core.calls.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ..core.calls.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
+from ..core.traces.kernel_short_names import short_name
 from ..core.units import duration
-from ..core.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-from ..core.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
 from ..watch import gradient_text
-from ..watch.tables import (
+from ..watch.call_cells import (
     backend_cell,
     backward_cell,
     compiled_lines,
@@ -91,7 +91,7 @@ CHECK_FAILED = "✗ "
 
 
 def check_lines(row: CallRow) -> list[str]:
-    """The sampled output check of the selected call (``watch/output_check.py``)."""
+    """The sampled output check of the selected call (``watch/probe/checks/output_check.py``)."""
     c = row.check
     if c is None or (not c.samples and not c.note):
         return []
@@ -189,9 +189,13 @@ def uninspected_cells(calls: UninspectedCalls) -> dict[str, str]:
 
 
 def uninspected_detail(calls: UninspectedCalls) -> list[str]:
+    noted = sum(calls.sites.values())
+    sites = [f"site    {site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()]
+    if noted < calls.count:  # only the first calls' sites were noted
+        sites = [f"site    {site}" for site in calls.sites] + [f"        (where its first {noted:,} calls came from)"]
     return [
         f"{calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}",
-        *(f"site    {site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()),
+        *sites,
         *([f"modules {', '.join(calls.modules)}"] if calls.modules else []),
         "", "SDPA runs inside C++ there, never through the Python function watch intercepts: its backend, time, "
         "kernels and checks are unseen. Autograd on (training) or train() mode takes the Python path, which watch "

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.backends import Backend
-from ..core.engine_handle import EngineHandle
-from ..core.lab_controller import Change, LabController
-from ..core.session import Session
+from ..core.lab.lab_controller import Change, LabController
+from ..core.lab.session import Session
+from ..core.protocol.engine_handle import EngineHandle
 from ..core.workload import Workload
 from .screens.workload_form import WorkloadForm
 

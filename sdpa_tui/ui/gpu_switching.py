@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.engine_handle import EngineHandle, EnginesPerGpu
-from ..core.gpu_compare import GpuResult, result_from_session
-from ..core.lab_controller import LabController
-from ..core.session import Session
-from ..device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
+from ..core.lab.across_gpus import GpuResult, result_from_session
+from ..core.lab.lab_controller import LabController
+from ..core.lab.session import Session
+from ..core.protocol.engine_handle import EngineHandle, EnginesPerGpu
+from ..telemetry.device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
+from ..telemetry.gpu_snapshot import GpuSnapshot
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
-from ..telemetry.snapshot import GpuSnapshot
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, HostGpusUpdate
 from .screens.gpu_chooser import GpuChooser
 from .widgets.gpu_overview import GpuOverview

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from .app import SdpaApp
 
 if TYPE_CHECKING:
-    from ..exports.metrics import LatestMetrics
+    from ..exports.metrics.lab_metrics import LatestMetrics
 
 METRICS_INTERVAL_S = 1.0
 """How often ``--metrics-port`` publishes the session to the metrics endpoint."""

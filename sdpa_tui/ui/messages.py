@@ -6,8 +6,8 @@ from typing import Any
 
 from textual.message import Message
 
+from ..telemetry.gpu_snapshot import GpuSnapshot
 from ..telemetry.host_gpus import HostGpus
-from ..telemetry.snapshot import GpuSnapshot
 
 
 class EngineRecords(Message):

@@ -1,6 +1,6 @@
 """``sdpa-tui watch``'s app: the live monitor (the lab) with the watched program's Calls view on top.
 
-The program runs as a child process (:class:`~sdpa_tui.watch.runner.WatchedProgram`); its
+The program runs as a child process (:class:`~sdpa_tui.watch.watched_program.WatchedProgram`); its
 probe's states arrive on the runner's listener threads, which keep only the latest per process
 under a lock. A 2 Hz timer here takes a copy of them (no waiting) and redraws the Calls view,
 and reads what the program added to its log file. The lab's engine rests while the Calls view
@@ -13,9 +13,9 @@ from typing import Protocol
 
 from textual.binding import Binding
 
-from ..core.advice import AdviceProgress
-from ..core.watch_lab import lab_workload
-from ..core.watch_report import Advisor, CallRow, WatchReport
+from ..core.calls.advice import AdviceProgress
+from ..core.calls.watch_lab import lab_workload
+from ..core.calls.watch_report import Advisor, CallRow, WatchReport
 from ..core.workload import WorkloadError
 from .app import SdpaApp
 from .live_app import LiveApp

@@ -1,6 +1,5 @@
 """``sdpa-tui watch``: run a program with its SDPA calls counted, timed and explained.
 
-The probe side (``probe``, ``origin``, ``choice``, ``timing``, ``bursts``, ``bootstrap``) runs
-inside the watched program and imports torch; the parent side (``channel``, ``runner``,
-``cli``, ``tables``) never does.
+``probe/`` runs inside the watched program and imports torch; the rest is the parent's side (the program run and its
+states collected, the report, the advice measured after it exits, the saved calls' replay asked for) and never does.
 """

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from ..core.call_signature import CallSignature
-from ..core.watched_calls import ProcessState
+from ..core.calls.call_signature import CallSignature
+from ..core.calls.watched_calls import ProcessState
 from ..telemetry.host_busy import BusyReading, HostBusy
 
 READ_EVERY_S = 0.5

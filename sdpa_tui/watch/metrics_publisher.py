@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ..exports.metrics_server import MetricsServer, serve_metrics
-from ..exports.watch_metrics import WatchMetrics
-from .runner import WatchedProgram
+from ..exports.metrics.metrics_server import MetricsServer, serve_metrics
+from ..exports.metrics.watch_metrics import WatchMetrics
+from .watched_program import WatchedProgram
 
 PUBLISH_EVERY_S = 1.0
 

@@ -1,4 +1,4 @@
-"""The host side of ``watch/replay.py``: saved calls replayed through every backend in one child process (torch is
+"""The host side of ``watch/probe/checks/replay.py``: saved calls replayed through every backend in one child process (torch is
 imported there, never here), each folder's answer or why it has none."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..core.gradient_check import BackendReplay
-from ..core.watch_report import WatchReport
-from ..engine.child_json import ask
+from ..core.calls.gradient_check import BackendReplay
+from ..core.calls.watch_report import WatchReport
+from ..engine.host.child_json import ask
 
 TIMEOUT_PER_FOLDER_S = 120.0
 
@@ -32,7 +32,7 @@ def replay_saved_calls(folders: Sequence[str]) -> list[ReplayAnswer]:
     """One answer per folder, in order."""
     if not folders:
         return []
-    answers, why = ask("sdpa_tui.watch.replay", {"folders": list(folders)}, TIMEOUT_PER_FOLDER_S * len(folders))
+    answers, why = ask("sdpa_tui.watch.probe.checks.replay", {"folders": list(folders)}, TIMEOUT_PER_FOLDER_S * len(folders))
     out = []
     for i, folder in enumerate(folders):
         a = answers[i] if i < len(answers) else {"error": why or "the replaying process gave no answer"}

@@ -14,14 +14,14 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..core.advice import SignatureAdvice
-from ..core.compiled_twins import cost_lines
-from ..core.kernel_short_names import short_name
+from ..core.calls.advice import SignatureAdvice
+from ..core.calls.compiled_twins import cost_lines
+from ..core.calls.watch_report import CallRow, WatchReport, backend_label
+from ..core.calls.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
+from ..core.traces.kernel_short_names import short_name
 from ..core.units import NA, duration
-from ..core.watch_report import CallRow, WatchReport, backend_label
-from ..core.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
 from . import gradient_text
-from .tables import compiled_lines, count_cell, footnotes, per_rank_lines, ranks_cell, summary_cell
+from .call_cells import compiled_lines, count_cell, footnotes, per_rank_lines, ranks_cell, summary_cell
 
 GAP = "  "
 MIN_CALL_WIDTH = 16
@@ -182,10 +182,12 @@ def uninspected_lines(found: Sequence[UninspectedCalls], width: int) -> list[str
     """Calls that reached SDPA inside C++: how many, from where, and that no row holds them."""
     lines = []
     for calls in found:
-        sites = ", ".join(f"{site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items())
         noted = sum(calls.sites.values())
-        where = f" at {sites}" + (f" (the first {noted:,} calls' sites)" if noted < calls.count else "") if sites \
-            else ""
+        if noted < calls.count:  # only the first calls' sites were noted: their counts would read as the total
+            where = f" at {', '.join(calls.sites)} (where its first {noted:,} calls came from)" if calls.sites else ""
+        else:
+            where = " at " + ", ".join(f"{site} ({n:,} call{'s' * (n != 1)})" for site, n in calls.sites.items()) \
+                if calls.sites else ""
         modules = f" in {', '.join(calls.modules)}" if calls.modules else ""
         lines += ["", *wrapped(f"NOT INSPECTED: {calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}"
                                 f"{where}{modules}: SDPA runs inside C++ there, so watch cannot say their backend, "

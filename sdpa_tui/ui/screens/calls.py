@@ -15,10 +15,10 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Log, Static
 
-from ...core.advice import SignatureAdvice
-from ...core.call_signature import CallSignature
-from ...core.watch_report import CONTENDED_MARK, CallRow, WatchReport
-from ...core.watched_calls import UninspectedCalls
+from ...core.calls.advice import SignatureAdvice
+from ...core.calls.call_signature import CallSignature
+from ...core.calls.watch_report import CONTENDED_MARK, CallRow, WatchReport
+from ...core.calls.watched_calls import UninspectedCalls
 from ..call_rows import (
     CHECK_FAILED,
     COLUMNS,

@@ -9,8 +9,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from ...telemetry.gpu_snapshot import GpuSnapshot
 from ...telemetry.host_gpus import HostGpus
-from ...telemetry.snapshot import GpuSnapshot
 from ..widgets.gpu_overview import gpu_line
 
 

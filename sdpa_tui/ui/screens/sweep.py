@@ -18,13 +18,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...core.backends import Backend
-from ...core.session import Session
-from ...core.sweep_findings import crossovers
-from ...core.sweep_lengths import TIMEOUT_PER_LENGTH_S, sweep_workloads
-from ...core.sweep_points import Sweep
+from ...core.lab.session import Session
+from ...core.sweep.sweep_findings import crossovers
+from ...core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, sweep_workloads
+from ...core.sweep.sweep_points import Sweep
 from ...core.workload import Workload
-from ...engine.headless import EngineFailed, SeriesProgress, measure_series
-from ...exports.sweep_terminal import progress_line, render
+from ...engine.host.headless import EngineFailed, SeriesProgress, measure_series
+from ...exports.sweep.sweep_terminal import progress_line, render
 
 GPU_SEQS = tuple(2**i for i in range(8, 16))  # 256 … 32768
 CPU_SEQS = tuple(2**i for i in range(6, 12))  # 64 … 2048: the CPU is slow at long lengths

@@ -11,14 +11,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from ...core import kernel_names, kernel_short_names
-from ...core.backend_state import BackendState
 from ...core.backends import Backend
-from ...core.records import KernelInfo
-from ...core.session import BackendRow, Session
+from ...core.lab.backend_state import BackendState
+from ...core.lab.session import BackendRow, Session
+from ...core.protocol.records import KernelInfo
 from ...core.status import PROBLEMS, Status
+from ...core.traces import kernel_names, kernel_short_names
 from ...core.units import duration
-from ...exports.comparison import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
+from ...exports.lab.report_data import STATUS_TEXT, fmt_error, fmt_num, fmt_tflops
 
 MAX_LISTED = 8
 KEYS = {Backend.CUDNN: "c", Backend.FLASH: "f", Backend.EFFICIENT: "e", Backend.MATH: "m"}

@@ -6,9 +6,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ...core.backends import ALL_BACKENDS, Backend
-from ...core.faster import CLOCK_LABEL, Faster
-from ...core.report_model import ReportModel
-from ...core.session import Session
+from ...core.lab.faster import CLOCK_LABEL, Faster
+from ...core.lab.report_model import ReportModel
+from ...core.lab.session import Session
 from ...core.units import duration
 
 SCROLLBAR_WIDTH = 2

@@ -6,10 +6,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ...core.gpu_compare import GpuResult, clock_for, find_outliers, ratios_to_fastest
+from ...core.lab.across_gpus import GpuResult, clock_for, find_outliers, ratios_to_fastest
 from ...core.units import duration
+from ...telemetry.gpu_snapshot import NOT_THROTTLING, GpuSnapshot
 from ...telemetry.host_gpus import HostGpus
-from ...telemetry.snapshot import NOT_THROTTLING, GpuSnapshot
 
 SHORT_REASON = {
     "SW power cap": "power cap", "HW slowdown": "HW slowdown", "SW thermal slowdown": "thermal",

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from ...telemetry.snapshot import GpuSnapshot
+from ...telemetry.gpu_snapshot import GpuSnapshot
 
 
 class GpuPanel(Static):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ...core.records import Environment
+from ...core.protocol.records import Environment
 from ...core.workload import Workload
-from ...exports.tables import environment_line
+from ...exports.lab.report_tables import environment_line
 
 
 class EnvironmentHeader(Static):

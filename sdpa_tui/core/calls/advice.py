@@ -1,0 +1,269 @@
+"""Measured advice for a watched call signature: what every eligible backend costs at the call's shape, which
+beats the backend the call ran, what that saves over the run, and the code that gets it.
+
+Pure: the measurements come as a lab :class:`~.session.Session` of the signature's workload (the engine measured
+every backend there, forced). The verdict uses the lab's clock that decides :meth:`Session.faster` (GPU/call on a
+GPU, eager on the CPU) and the same noise rule (:func:`.faster.beats`), so advice is only given beyond noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..backends import Backend
+from ..lab.faster import beats, undecided
+from ..lab.session import BackendRow, Session
+from ..stats import Summary
+from ..status import Status
+from ..units import us_number
+from .call_code import priority_code
+from .compiled_twins import CompiledCost
+
+TOP = 3
+"""The run summary names this many changes first."""
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One way to run the signature, as the lab measured it."""
+
+    variant: str  # "backend": the same call with SDPA forced to ``backend``
+    backend: str
+    us: float | None  # kernel time per call (the lab's kernel clock)
+    gpu_us: float | None  # GPU/call (a CUDA graph's replays); None on the CPU
+    eager_us: float | None  # host-timed per call in an eager loop
+    error: float | None  # max |out - float64 MATH|
+    peak_mib: float | None
+    code: str
+    leaves_sdpa: bool = False
+    exact: bool = True  # False: the change alters the numerics (a lower precision); listed, never advised as best
+    first_call_s: float | None = None  # what its first call of a shape costs once, apart (FlexAttention compiles)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
+                "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
+                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s}
+
+
+@dataclass(frozen=True)
+class SignatureAdvice:
+    """The alternatives of one signature; ``best`` beats what the call ran beyond noise, or is None."""
+
+    alternatives: tuple[Alternative, ...]
+    current: str | None  # the backend the call ran
+    clock: str  # "gpu" | "eager": the clock compared
+    current_us: float | None  # the current backend on that clock, in the lab
+    best: Alternative | None = None
+    best_us: float | None = None
+    measured_as: str = ""  # the lab's workload
+    differences: tuple[str, ...] = ()  # what the lab does differently from the call
+    note: str = ""  # why there is no advice, where there is none
+    compiled_cost: CompiledCost | None = None  # a compiled call measured alone against its eager call
+
+    @property
+    def saving_us_per_call(self) -> float | None:
+        if self.best is None or self.current_us is None or self.best_us is None:
+            return None
+        return self.current_us - self.best_us
+
+    def to_dict(self, count: int) -> dict[str, Any]:
+        saving = self.saving_us_per_call
+        return {"alternatives": [a.to_dict() for a in self.alternatives], "current": self.current,
+                "clock": self.clock, "current_us": self.current_us, "best": self.best.to_dict() if self.best else None,
+                "best_us": self.best_us, "saving_us_per_call": saving,
+                "saving_us": None if saving is None else saving * count, "measured_as": self.measured_as,
+                "differences": list(self.differences), "note": self.note or None,
+                "compiled_cost": self.compiled_cost.to_dict() if self.compiled_cost else None}
+
+
+def _value(summary: Summary | None) -> float | None:
+    return summary.median if summary else None
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A small change at the call site, measured as its own lab workload: SDPA's pick there is what it gets."""
+
+    variant: str  # "is_causal" | "expand_kv" | "pad_head_dim" | "bf16"
+    code: str
+    session: Session
+    exact: bool = True
+
+
+def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
+    pick = rewrite.session.dispatch.choice if rewrite.session.dispatch else None
+    row = next((r for r in rewrite.session.rows() if r.backend is pick and r.status == Status.OK), None)
+    if row is None:
+        return None
+    return Alternative(rewrite.variant, row.backend.value, _value(row.kernel_us), _value(row.gpu_us),
+                       _value(row.eager_us), row.max_abs_error, row.peak_mib, rewrite.code,
+                       exact=rewrite.exact), row
+
+
+@dataclass(frozen=True)
+class Measured:
+    """An alternative measured outside the lab's session (FlexAttention, ``core/calls/flex_alternative.py``), with its
+    samples' summaries on the lab's two clocks, so the same noise rule judges it."""
+
+    alternative: Alternative
+    eager: Summary | None
+    gpu: Summary | None
+
+    def summary(self, clock: str) -> Summary | None:
+        return self.gpu if clock == "gpu" else self.eager
+
+
+@dataclass(frozen=True)
+class Common:
+    """What every advice of one lab measurement says the same way."""
+
+    measured_as: str
+    differences: tuple[str, ...]
+
+
+ELIGIBLE = "eligible"
+"""How a why-not reason (``watch/probe/explain/choice.py``) starts when torch would run the backend for the call (behind the pick)."""
+FLAG_OFF = "its flag is off at this call"
+"""How it starts when only the backend's flag keeps it from the call."""
+
+
+def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
+    """The backends torch refuses for a call's own arguments (dropout on the CPU, a mask Flash cannot take...), with
+    torch's reason: not those off by a flag or behind another in the order. Changing the order cannot make them run,
+    so they are never advised, however fast the lab (which may differ from the call) measured them."""
+    return {b: r for b, r in why_not.items() if not r.startswith((ELIGIBLE, FLAG_OFF))}
+
+
+def advise(session: Session, current: str | None, priority: Sequence[str] = (),
+           differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
+           refused: dict[str, str] | None = None, outside: Iterable[Measured] = (),
+           codes: dict[str, str] | None = None) -> SignatureAdvice:
+    """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
+    rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`); ``outside``:
+    alternatives measured apart from the lab's session (FlexAttention); ``codes``: each backend's code as it was run
+    against the call (``core/calls/call_code.backend_code``): a backend without one is listed with no code and never
+    advised (its code gave another output, or raised); where None, each gets the priority line alone."""
+    refused = refused or {}
+    outside = list(outside)
+    rows, clock = _lab_rows(session)
+    backends = tuple(
+        Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,
+                    r.peak_mib, priority_code(b, priority) if codes is None else codes.get(b.value, ""))
+        for b, r in rows.items())
+    changed = [found for found in map(_rewritten, rewrites) if found is not None]
+    alternatives = backends + tuple(a for a, _ in changed) + tuple(m.alternative for m in outside)
+    common = Common(session.workload.describe(), tuple(differences))
+    if not rows:
+        return SignatureAdvice(alternatives, current, clock, None, note="no backend ran in the lab", measured_as=common.measured_as, differences=common.differences)
+    now = next((r for b, r in rows.items() if b.value == current), None)
+    if now is None:
+        return SignatureAdvice(alternatives, current, clock, None,
+                               note=f"{current or 'its backend'} did not run in the lab at this shape", measured_as=common.measured_as, differences=common.differences)
+    ours = _summary(now, clock)
+    candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
+                  if a.backend != current and a.backend not in refused and a.code]
+    candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
+    candidates += [(m.alternative, m.summary(clock)) for m in outside if m.alternative.exact]
+    winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
+    current_us = ours.median if ours else None
+    if not winners:
+        faster = [b for b, r in rows.items() if b.value in refused and ours and (s := _summary(r, clock))
+                  and beats(s, ours)]
+        note = "nothing measured here is faster beyond noise" + "".join(
+            f"; {b.label} was faster in the lab, but torch refuses it for this call: {refused[b.value]}"
+            for b in faster)
+        return SignatureAdvice(alternatives, current, clock, current_us, note=note, measured_as=common.measured_as, differences=common.differences)
+    best_us, index = winners[0]
+    return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, measured_as=common.measured_as, differences=common.differences)
+
+
+def undecided_backends(session: Session, current: str | None, refused: dict[str, str] | None = None) -> list[str]:
+    """The lab's backends that more samples could still advise for a call that ran ``current``
+    (:func:`.faster.undecided` on the clock :func:`advise` compares): the lab measures on while there are any."""
+    rows, clock = _lab_rows(session)
+    now = next((r for b, r in rows.items() if b.value == current), None)
+    ours = _summary(now, clock) if now is not None else None
+    if ours is None:
+        return []
+    return [b.value for b, r in rows.items() if b.value != current and b.value not in (refused or {})
+            and (s := _summary(r, clock)) is not None and undecided(s, ours)]
+
+
+def _lab_rows(session: Session) -> tuple[dict[Backend, BackendRow], str]:
+    """The backends that ran in the lab, and the clock advice compares them on (GPU/call where there is one)."""
+    rows = {r.backend: r for r in session.rows() if r.status == Status.OK}
+    return rows, "gpu" if any(r.gpu_us for r in rows.values()) else "eager"
+
+
+def compiled_advice(advice: SignatureAdvice, eager_backend: str | None) -> SignatureAdvice:
+    """A call inside a compiled graph: its alternatives are measured and listed, but no change is advised (what the
+    graph would run after a change is not measured here). Where eager SDPA picks another backend for the same
+    arguments than the graph runs (pytorch#177712: under Dynamo a ``None`` mask became a tensor, Flash became
+    Mem-efficient), the note gives the measured cost of that difference per call."""
+    def lab_us(backend: str | None) -> float | None:
+        found = next((a for a in advice.alternatives if a.variant == "backend" and a.backend == backend), None)
+        return None if found is None else found.gpu_us if advice.clock == "gpu" else found.eager_us
+
+    note = "compiled: measured, not advised (a change inside a compiled graph is not measured here)"
+    if eager_backend and advice.current and eager_backend != advice.current:
+        ran, eager = lab_us(advice.current), lab_us(eager_backend)
+        note += f"; the graph runs {advice.current}, eager SDPA picks {eager_backend} for the same arguments"
+        if ran is not None and eager is not None:
+            note += f": {us_number(ran)} against {us_number(eager)} µs, {ran - eager:+.1f} µs a call"
+    return replace(advice, best=None, best_us=None, note=note)
+
+
+def _summary(row: BackendRow, clock: str) -> Summary | None:
+    return row.gpu_us if clock == "gpu" else row.eager_us
+
+
+@dataclass
+class RunAdvice:
+    """The run's summary: SDPA's time on the clocks compared, and what the top changes would save."""
+
+    sdpa_us: float = 0.0
+    saving_us: float = 0.0
+    top: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sdpa_us": self.sdpa_us, "saving_us": self.saving_us, "top": list(self.top)}
+
+
+def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
+    """``items``: (the signature in words, its count, its advice). The savings ranked, the top ``TOP`` named."""
+    out = RunAdvice()
+    savings: list[dict[str, Any]] = []
+    for what, count, advice in items:
+        if advice.current_us is not None:
+            out.sdpa_us += advice.current_us * count
+        saving = advice.saving_us_per_call
+        if saving is not None and advice.best is not None:
+            savings.append({"signature": what, "count": count, "from": advice.current, "to": advice.best.backend,
+                            "variant": advice.best.variant,
+                            "saving_us_per_call": saving, "saving_us": saving * count, "code": advice.best.code})
+    savings.sort(key=lambda s: -s["saving_us"])
+    out.saving_us = sum(s["saving_us"] for s in savings)
+    out.top = savings[:TOP]
+    return out
+
+
+@dataclass(frozen=True)
+class AdviceProgress:
+    """Where the alternatives' measuring stands: ``signature`` (from 1) of ``signatures``, what is measured there,
+    and what is left of its time budget."""
+
+    signature: int
+    signatures: int
+    what: str
+    left_s: float
+
+    @property
+    def step(self) -> tuple[int, str]:
+        return self.signature, self.what
+
+    def line(self) -> str:
+        """``measuring alternatives 2/3, 11 s left: SDPA backends at [2, 4, 16, 8] fp32 padding``: the numbers first,
+        so a terminal line cut to its width keeps them."""
+        return f"measuring alternatives {self.signature}/{self.signatures}, {max(0.0, self.left_s):.0f} s left: {self.what}"

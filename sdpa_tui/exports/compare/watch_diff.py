@@ -1,0 +1,241 @@
+"""``sdpa-tui compare`` of two ``watch --report`` files: per call site, the backend, the time per call and the advice
+in A and in B, and the run's SDPA time and possible saving, as a Rich table, Markdown or JSON.
+
+Calls are paired by their site (file name and line: a program moved to another folder still pairs) and whether they
+ran compiled; where one site made several signatures, by the whole signature too. A change the advice asked for
+(``is_causal=True``, K/V expanded, a padded head dim) keeps its site, so the row shows its effect. The time is the
+kernel clock (CUPTI) where both sides have it, else the host clock, and says which.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ...core.calls.call_signature import CallSignature
+from ...core.calls.gradient_check import BLAME_UPSTREAM, GRADIENTS
+from ...core.calls.watched_calls import OutputCheck
+from ...core.units import us_number
+
+
+def is_watch_report(document: Any) -> bool:
+    return isinstance(document, dict) and isinstance(document.get("calls"), list) and "program" in document
+
+
+def _site(call: dict) -> str:
+    file, _, line = str(call.get("site") or "?").rpartition(":")
+    return f"{Path(file).name}:{line}" if file else str(call.get("site"))
+
+
+def _signature(call: dict) -> CallSignature:
+    """A row of ``calls[]`` back as its signature (the row writes the mask as ``{"kind", "shape"}``)."""
+    mask = call.get("mask") or {}
+    return CallSignature.from_dict({**call, "device": call.get("device", ""), "mask": mask.get("kind") or "none",
+                                    "mask_shape": mask.get("shape")})
+
+
+def _keys(calls: list[dict]) -> list[tuple]:
+    short = [(_site(c), bool(c.get("compiled"))) for c in calls]
+    seen = Counter(short)
+    return [k if seen[k] == 1 else (*k, _signature(c)) for k, c in zip(short, calls)]
+
+
+def _median(call: dict | None, clock: str) -> float | None:
+    return ((call or {}).get(f"{clock}_us") or {}).get("median")
+
+
+def _best(call: dict | None) -> str | None:
+    best = (call or {}).get("best")
+    if not best:
+        return None
+    return best["backend"] if best.get("variant") == "backend" else f"{best['variant']} ({best['backend']})"
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    """A call's sampled checks in a word or two: ``ok``, what failed (``dq NaN/Inf``, ``output off``), or where a
+    non-finite gradient came from when it was not the backend (``upstream grad NaN/Inf``: not a failure of SDPA)."""
+
+    text: str
+    failed: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check_verdict(call: dict | None) -> CheckVerdict | None:
+    """None when nothing of the call was checked."""
+    if call is None or not call.get("check"):
+        return None
+    check = OutputCheck.from_dict(call["check"])
+    back = check.backward
+    failed = []
+    if check.ok is False:
+        failed.append("output NaN/Inf" if check.nonfinite else "output off")
+    if back is not None and back.backend_nonfinite:
+        failed.append("/".join(g for g in GRADIENTS if back.nonfinite.get(g)) + " NaN/Inf")
+    elif back is not None and back.out_of_tolerance:
+        failed.append("gradients off")
+    if failed:
+        return CheckVerdict(", ".join(failed), failed=True)
+    if back is not None and back.blame:  # the program's own gradients or inputs, not the backend
+        return CheckVerdict("upstream grad NaN/Inf" if back.blame == BLAME_UPSTREAM else "inputs NaN/Inf")
+    return CheckVerdict("ok") if check.samples or (back is not None and back.samples) else None
+
+
+def _work(call: dict | None) -> tuple | None:
+    """What a call computes, whatever the advice changed (the mask, K/V heads, head dim, dtype): batch, query heads
+    and length, key length."""
+    if call is None:
+        return None
+    return tuple(call.get("q_shape") or ())[:-1], tuple(call.get("kv_shape") or ())[-2:-1]
+
+
+@dataclass(frozen=True)
+class CallChange:
+    site: str
+    what: str  # the signature in words (B's where both have it)
+    compiled: bool
+    backend: tuple[str | None, str | None]
+    count: tuple[int | None, int | None]
+    clock: str  # "kernel" | "host"
+    us: tuple[float | None, float | None]
+    best: tuple[str | None, str | None]
+    saving_us_per_call: tuple[float | None, float | None]
+    same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
+    check: tuple[CheckVerdict | None, CheckVerdict | None] = (None, None)  # each side's sampled checks
+
+    @property
+    def paired(self) -> bool:
+        return None not in self.count
+
+    @property
+    def ratio(self) -> float | None:
+        a, b = self.us
+        return b / a if a and b is not None and self.same_work else None
+
+    def slower(self, threshold: float) -> bool:
+        return self.ratio is not None and self.ratio > 1.0 + threshold
+
+    @property
+    def check_failed(self) -> bool:
+        """B's outputs or gradients failed a check that A's did not (or A did not run)."""
+        a, b = self.check
+        return b is not None and b.failed and not (a is not None and a.failed)
+
+
+def _change(a: dict | None, b: dict | None) -> CallChange:
+    both = [c for c in (a, b) if c is not None]
+    clock = "kernel" if all(_median(c, "kernel") is not None for c in both) else "host"
+
+    def pair(key: str) -> tuple:
+        return (a or {}).get(key), (b or {}).get(key)
+
+    return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
+                      pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
+                      (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b),
+                      (check_verdict(a), check_verdict(b)))
+
+
+@dataclass(frozen=True)
+class WatchComparison:
+    a_path: str
+    b_path: str
+    threshold: float
+    calls: tuple[CallChange, ...]
+    sdpa_us: tuple[float | None, float | None]  # the run's SDPA time at the lab's clocks (the advice's summary)
+    saving_us: tuple[float | None, float | None]  # what the top changes would save
+
+    @property
+    def regressed(self) -> bool:
+        """A call site slower in B beyond the threshold, or whose check fails in B and did not in A."""
+        return any(c.slower(self.threshold) or c.check_failed for c in self.calls)
+
+    @property
+    def not_comparable(self) -> str:
+        """Why no time of A can be set against B's ("" when some can): no site in both, or other shapes at each."""
+        paired = [c for c in self.calls if c.paired]
+        if not paired:
+            return f"no call site of {self.a_path} is in {self.b_path}: other programs, or other code"
+        if not any(c.same_work for c in paired):
+            return (f"every call site of {self.a_path} ran other shapes in {self.b_path} (batch, heads or sequence "
+                    "lengths): the workloads differ")
+        return ""
+
+
+def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A", b_path: str = "B") -> WatchComparison:
+    in_a = dict(zip(_keys(a["calls"]), a["calls"]))
+    in_b = dict(zip(_keys(b["calls"]), b["calls"]))
+    order = list(in_a) + [k for k in in_b if k not in in_a]
+    advice = [(d.get("advice") or {}) for d in (a, b)]
+    return WatchComparison(a_path, b_path, threshold, tuple(_change(in_a.get(k), in_b.get(k)) for k in order),
+                           (advice[0].get("sdpa_us"), advice[1].get("sdpa_us")),
+                           (advice[0].get("saving_us"), advice[1].get("saving_us")))
+
+
+# -- views --------------------------------------------------------------------------------------------------------
+COLUMNS = ("site", "signature", "backend", "calls", "µs per call", "check", "best (advice)", "saving/call µs")
+
+
+def _pair(values: tuple[Any, Any], text=str) -> str:
+    a, b = ("–" if v is None else text(v) for v in values)
+    return a if a == b else f"{a} → {b}"
+
+
+def _time(change: CallChange) -> str:
+    if not change.same_work:
+        return "other shapes: not compared"
+    text = _pair(change.us, us_number)
+    return text + (f" ({change.ratio:.2f}x)" if change.ratio is not None else "") + \
+        ("" if change.clock == "kernel" else " host")
+
+
+def _cells(change: CallChange) -> list[str]:
+    return [change.site + (" (compiled)" if change.compiled else ""), change.what, _pair(change.backend),
+            _pair(change.count), _time(change), _pair(change.check), _pair(change.best),
+            _pair(change.saving_us_per_call, us_number)]
+
+
+def _summary(comparison: WatchComparison) -> str:
+    slower = [c for c in comparison.calls if c.slower(comparison.threshold)]
+    broke = [c for c in comparison.calls if c.check_failed]
+    failing = f"; {len(broke)} call site(s) whose outputs or gradients fail their check in B" if broke else ""
+    return (f"SDPA time over the run (the lab's clocks): {_pair(comparison.sdpa_us, us_number)} µs; "
+            f"the advice's saving: {_pair(comparison.saving_us, us_number)} µs; "
+            + (f"{len(slower)} call site(s) slower in B by more than {comparison.threshold:.0%}" if slower
+               else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing)
+
+
+def watch_comparison_rich(comparison: WatchComparison) -> Group:
+    table = Table(box=box.SIMPLE_HEAVY, title=f"A: {comparison.a_path}   B: {comparison.b_path}")
+    for column in COLUMNS:
+        table.add_column(column, overflow="fold")
+    for change in comparison.calls:
+        style = "bold red" if change.slower(comparison.threshold) or change.check_failed else None
+        table.add_row(*_cells(change), style=style)
+    return Group(table, Text(_summary(comparison)))
+
+
+def watch_comparison_markdown(comparison: WatchComparison) -> str:
+    lines = [f"A: `{comparison.a_path}`  B: `{comparison.b_path}`", "", "| " + " | ".join(COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_cells(c)) + " |" for c in comparison.calls]
+    return "\n".join([*lines, "", _summary(comparison), ""])
+
+
+def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
+    return {"kind": "watch", "a": comparison.a_path, "b": comparison.b_path, "threshold": comparison.threshold,
+            "regressed": comparison.regressed, "sdpa_us": list(comparison.sdpa_us),
+            "saving_us": list(comparison.saving_us),
+            "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
+                       "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
+                       "same_work": c.same_work, "slower": c.slower(comparison.threshold),
+                       "check": [None if v is None else v.text for v in c.check], "check_failed": c.check_failed, "best": list(c.best),
+                       "saving_us_per_call": list(c.saving_us_per_call)} for c in comparison.calls]}

@@ -1,0 +1,1 @@
+"""Files written whole or not at all, checked before anything is measured, and read back."""

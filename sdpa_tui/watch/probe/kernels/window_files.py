@@ -1,0 +1,89 @@
+"""A stopped profiler window, exported and read: the trace goes to a file, a helper process reads it.
+
+The export must happen before the next window starts: a Kineto result exported after another
+profiler session has started comes back with every GPU and runtime record untimed (ts and dur 0;
+seen on the H100 with torch 2.11, CUDA 13.0: ``docs/lab-notes/watch-truth.md``), so
+:class:`bursts.KernelBursts` exports the last window before it starts the next. The reading itself runs in
+a helper process (``core/traces/window_reading.py``), off the program's GIL.
+
+With ``SDPA_TUI_KEEP_TRACES=DIR`` each window's trace is kept in DIR, and its start, stop and
+reading are logged in ``DIR/windows-<pid>.log`` (to open in Perfetto when a reading looks wrong).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from .... import IMPORT_ROOT
+from ....core.traces.trace import load_trace
+from ....core.traces.window_reading import WindowReading, from_json, read_window
+
+KEEP_TRACES_ENV = "SDPA_TUI_KEEP_TRACES"
+_HELPER = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from sdpa_tui.core.traces.window_reading import main; "
+           "sys.exit(main(sys.argv[1:]))")
+HELPER_TIMEOUT_S = 300.0
+
+
+def log(what: str, lines: list[str] | tuple[str, ...] = ()) -> None:
+    keep = os.environ.get(KEEP_TRACES_ENV)
+    if keep:
+        with open(os.path.join(keep, f"windows-{os.getpid()}.log"), "a", encoding="utf-8") as f:
+            f.write(f"{time.monotonic():.4f} {what}\n" + "".join(f"    {line}\n" for line in lines))
+
+
+def export(profiler) -> str:
+    """Write ``profiler``'s trace to a file (its path returned) and free the profiler's result."""
+    keep = os.environ.get(KEEP_TRACES_ENV)
+    fd, path = tempfile.mkstemp(prefix=f"sdpa-tui-watch-{os.getpid()}-", suffix=".json", dir=keep or None)
+    os.close(fd)
+    try:
+        profiler.export_chrome_trace(path)
+    except BaseException:
+        os.unlink(path)
+        raise
+    finally:
+        _free(profiler)
+    return path
+
+
+def read(path: str) -> WindowReading:
+    """The window in the trace at ``path``, read in a helper process (in this one if the helper cannot run);
+    the file is removed unless traces are kept."""
+    try:
+        window = _read(path)
+    finally:
+        if not os.environ.get(KEEP_TRACES_ENV):
+            os.unlink(path)
+    r = window.reading
+    log(f"read {os.path.basename(path)}: {len(r.ranged)} calls in ranges "
+        f"({sum(1 for c in r.ranged if c.activities)} with GPU work), {len(r.compiled)} compiled ops, "
+        f"{window.events} events, {r.untimed} GPU records untimed")
+    return window
+
+
+def _read(path: str) -> WindowReading:
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-c", _HELPER, IMPORT_ROOT, path], capture_output=True, text=True,
+                              timeout=HELPER_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        if proc.returncode == 0:
+            return from_json(proc.stdout)
+        log(f"helper exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        log(f"helper failed: {exc!r}")
+    return read_window(load_trace(path))
+
+
+def _free(profiler) -> None:
+    """Drop the Kineto result now: the profile object sits in a reference cycle that only a full collection
+    (seconds of GIL in a large program) would free."""
+    inner = getattr(profiler, "profiler", None)
+    if inner is not None:
+        try:
+            inner.kineto_results = None
+            profiler.profiler = None
+        except AttributeError:  # another torch's profiler: the collector frees it in its time
+            pass
