@@ -10,7 +10,9 @@ import pytest
 from test_watch_cpu import PROGRAMS, watch
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.core.calls.advice import advise, priority_code, refused_backends, run_advice
+from sdpa_tui.core.calls.advice import advise, refused_backends, run_advice
+from sdpa_tui.core.calls.call_code import priority_code
+from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 from sdpa_tui.core.workload import Workload
@@ -220,12 +222,15 @@ def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never
     from dataclasses import replace
 
     from sdpa_tui.core.calls.advice import Rewrite
-    from sdpa_tui.watch.advise import rewrite_codes, rewritten
+    from sdpa_tui.core.calls.call_code import rewrite_codes
+    from sdpa_tui.watch.advise import rewritten
 
     gqa = Workload(heads=8, kv_heads=2, dtype="fp32", mask="padding")
     assert [v for v, _ in rewritten(True, gqa)] == ["is_causal", "expand_kv", "bf16"]
     assert dict(rewritten(True, gqa))["expand_kv"] == replace(gqa, kv_heads=8)
-    assert dict(rewrite_codes(gqa))["expand_kv"].startswith("k, v = k.repeat_interleave(4, dim=1)")
+    call = CallSignature((2, 8, 512, 64), (2, 2, 512, 64), "torch.float32", "cpu", mask="bool", gqa=True)
+    assert rewrite_codes(call, gqa)["expand_kv"] == ("out = F.scaled_dot_product_attention(q, k.repeat_interleave(4, "
+                                                     "dim=-3), v.repeat_interleave(4, dim=-3), attn_mask=attn_mask)")
     assert rewritten(False, Workload(dtype="bf16")) == []
     math = lab({Backend.MATH: [100.0, 101, 99, 100, 102, 98]})
     faster_in_bf16 = lab({Backend.FLASH: [20.0, 21, 19, 20, 22, 18]})
@@ -242,12 +247,13 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
     import torch.nn.functional as F
     from advice_apply import apply_top_advice
 
-    from sdpa_tui.watch.advise import rewrite_codes, rewritten
+    from sdpa_tui.core.calls.call_code import rewrite_codes
+    from sdpa_tui.watch.advise import rewritten
 
     odd = Workload(head_dim=100, dtype="bf16")
     assert dict(rewritten(False, odd))["pad_head_dim"].head_dim == 104
     assert "pad_head_dim" not in dict(rewritten(False, Workload(head_dim=96, dtype="bf16")))
-    code = dict(rewrite_codes(odd))["pad_head_dim"]
+    code = rewrite_codes(CallSignature((2, 8, 512, 100), (2, 8, 512, 100), "torch.bfloat16", "cpu"), odd)["pad_head_dim"]
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, 40, 100, dtype=torch.float64) for _ in range(3))
     program = apply_top_advice("out = F.scaled_dot_product_attention(q, k, v)\n",

@@ -1,7 +1,9 @@
 """``watch``'s advice, measured after the watched program exited: each signature's lab workload measured with every
 backend forced (one engine process per device, ``engine/headless.measure_series``), turned into advice
-(``core/calls/advice.py``). Given to ``commands/watch.py`` by the top-level CLI, so the watch layer never imports the
-engine's torch side."""
+(``core/calls/advice.py``). Every code the advice may offer (``core/calls/call_code.py``) is run against its call
+first (``engine/costs/code_check.py``, one process for the run): a rewrite whose code does not give the call's output
+is not measured, a backend switch that does not is never advised, and the note says why. Given to
+``commands/watch.py`` by the top-level CLI, so the watch layer never imports the engine's torch side."""
 
 from __future__ import annotations
 
@@ -13,21 +15,25 @@ from dataclasses import replace
 from ..core.backends import ALL_BACKENDS
 from ..core.calls import mask_forms
 from ..core.calls.advice import (
-    BF16_CODE,
-    CAUSAL_CODE,
-    HEAD_DIM_ALIGN,
     AdviceProgress,
     Measured,
     Rewrite,
     SignatureAdvice,
     advise,
     compiled_advice,
-    expand_kv_code,
-    pad_head_dim_code,
-    padded_head_dim,
     refused_backends,
     run_advice,
     undecided_backends,
+)
+from ..core.calls.call_code import (
+    HEAD_DIM_ALIGN,
+    REWRITE_NUMERICS,
+    CodeCheck,
+    CodesToCheck,
+    OfferedCode,
+    backend_code,
+    padded_head_dim,
+    rewrite_codes,
 )
 from ..core.calls.compiled_twins import cost_spec
 from ..core.calls.flex_alternative import FlexSpec, flex_alternative, flex_spec
@@ -35,6 +41,7 @@ from ..core.calls.watch_lab import lab_workload
 from ..core.calls.watch_report import CallRow, WatchReport
 from ..core.lab.session import Session
 from ..core.workload import Workload, WorkloadError
+from ..engine.host.code_check_client import check_codes
 from ..engine.host.compiled_cost_client import measure_compiled
 from ..engine.host.flex_cost_client import measure_flex
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
@@ -54,6 +61,10 @@ exited (``--advice-budget`` sets another): a 5.5 s program once waited 38.3 s fo
 OVER_BUDGET_SHARE = 0.5
 """Past the budget the workload under way ends once its backends have their samples, at most this share of the budget
 later (with fewer samples: the noise rule then advises nothing from it)."""
+CODE_CHECK_AT_LEAST_S = 60.0
+"""The advice's code is run against each call (one child process with torch, before anything is measured) with this
+long at least, past the budget if need be: a code not run is not offered (4 to 7 s on the loaded 2-core development
+VM, 2026-11-27, most of it importing torch)."""
 FLEX_AT_LEAST_S = 5.0
 """FlexAttention (and a compiled call alone) is not started with less of the budget left: it compiles at its first
 call, 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
@@ -73,9 +84,32 @@ def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload
     return out
 
 
-def rewrite_codes(workload: Workload) -> list[tuple[str, str]]:
-    return [("is_causal", CAUSAL_CODE), ("expand_kv", expand_kv_code(workload.heads // max(workload.kv_heads, 1))),
-            ("pad_head_dim", pad_head_dim_code(workload.head_dim)), ("bf16", BF16_CODE)]
+def codes_to_check(row: CallRow, workload: Workload, variants: list[str]) -> CodesToCheck:
+    """Every code the row's advice may offer: each backend's switch and each rewrite that applies (``variants``)."""
+    rewrites = rewrite_codes(row.signature, workload)
+    codes = [OfferedCode(b.value, backend_code(b, row.signature)) for b in ALL_BACKENDS]
+    codes += [OfferedCode(v, rewrites[v], REWRITE_NUMERICS.get(v, "")) for v in variants]
+    return CodesToCheck(workload, row.signature.device, row.signature, call_mask_form(row), tuple(codes))
+
+
+def checked_codes(calls: dict[int, CodesToCheck], notes: list[str], describe: Callable[[int], str],
+                  timeout_s: float) -> dict[int, dict[str, str]]:
+    """Each row's codes run against its call (``engine/costs/code_check.py``, one child process for all): those that gave
+    the call's output, by name; a note for the others, with why."""
+    out = {}
+    for (i, call), checks in zip(calls.items(), check_codes(list(calls.values()), timeout_s)):
+        out[i] = {c.name: c.code for c in call.codes if checks[c.name].offered}
+        notes += _refusal_notes(describe(i), checks)
+    return out
+
+
+def _refusal_notes(what: str, checks: dict[str, CodeCheck]) -> list[str]:
+    """One note per reason: the codes it refused, named."""
+    refused: dict[str, list[str]] = {}
+    for name, check in checks.items():
+        if not check.offered:
+            refused.setdefault(check.why, []).append(name)
+    return [f"{what}: the code of {', '.join(names)}: {why}" for why, names in refused.items()]
 
 
 def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: list[str],
@@ -138,22 +172,31 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     notes: list[str] = []
     by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
     flex_specs: dict[int, FlexSpec] = {}
+    changes: dict[int, list[tuple[str, Workload]]] = {}
+    to_check: dict[int, CodesToCheck] = {}
     for i, row in enumerate(report.rows):
         try:
             workload, differences = lab_workload(row.signature)
         except WorkloadError as exc:
             notes.append(f"{row.signature.describe()}: {exc}")
             continue
-        items = by_device.setdefault(row.signature.device, [])
-        items.append((i, "", workload, differences))
-        if not row.compiled:  # a rewrite inside a compiled graph is not what the graph would run: not measured
-            items += [(i, variant, changed, differences) for variant, changed in rewritten(row.mask_causal, workload)]
-            if flex:
-                spec = flex_spec(workload, row.signature.device, call_mask_form(row))
-                if isinstance(spec, str):
-                    notes.append(f"{row.signature.describe()}: FlexAttention not offered: {spec}")
-                else:
-                    flex_specs[i] = spec
+        by_device.setdefault(row.signature.device, []).append((i, "", workload, differences))
+        # a rewrite inside a compiled graph is not what the graph would run: not measured
+        changes[i] = [] if row.compiled else rewritten(row.mask_causal, workload)
+        to_check[i] = codes_to_check(row, workload, [variant for variant, _ in changes[i]])
+        if flex and not row.compiled:
+            spec = flex_spec(workload, row.signature.device, call_mask_form(row))
+            if isinstance(spec, str):
+                notes.append(f"{row.signature.describe()}: FlexAttention not offered: {spec}")
+            else:
+                flex_specs[i] = spec
+    if to_check:
+        say(f"sdpa-tui watch: running the advice's code against {len(to_check)} call(s) before it is offered")
+    checked = checked_codes(to_check, notes, lambda i: report.rows[i].signature.describe(),
+                            max(CODE_CHECK_AT_LEAST_S, deadline - time.monotonic()))
+    for items in by_device.values():  # the rewrites whose code gave the call's output
+        items += [(i, variant, changed, differences) for i, _, _, differences in list(items)
+                  for variant, changed in changes[i] if variant in checked[i]]
     numbers = {i: n for n, i in enumerate(sorted({i for items in by_device.values() for i, *_ in items}), 1)}
 
     def told(i: int, what: str) -> None:
@@ -165,7 +208,6 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             f"(budget {budget:.0f} s)")
         measured: dict[int, tuple[Session, list[str]]] = {}
         rewrites: dict[int, list[Rewrite]] = {}
-        codes = {i: dict(rewrite_codes(w)) for i, variant, w, _ in items if not variant}
         done = 0
 
         def on_step(step: SeriesProgress) -> None:
@@ -181,7 +223,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     deadline_grace_s=OVER_BUDGET_SHARE * budget)):
                 done += 1
                 if variant:
-                    rewrites.setdefault(i, []).append(Rewrite(variant, codes[i][variant], session,
+                    rewrites.setdefault(i, []).append(Rewrite(variant, checked[i][variant], session,
                                                               exact=variant != "bf16"))
                 else:
                     measured[i] = (session, differences)
@@ -204,7 +246,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         for i, (session, differences) in measured.items():
             row = report.rows[i]
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
-                               refused_backends(row.why_not), [flexed[i]] if i in flexed else ())
+                               refused_backends(row.why_not), [flexed[i]] if i in flexed else (),
+                               {b.value: checked[i][b.value] for b in ALL_BACKENDS if b.value in checked[i]})
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)
                 spec = cost_spec(row, row.eager_twin)

@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..backends import ALL_BACKENDS, Backend
+from ..backends import Backend
 from ..lab.faster import beats, undecided
 from ..lab.session import BackendRow, Session
 from ..stats import Summary
 from ..status import Status
 from ..units import us_number
+from .call_code import priority_code
 from .compiled_twins import CompiledCost
 
 TOP = 3
@@ -77,13 +78,6 @@ class SignatureAdvice:
                 "compiled_cost": self.compiled_cost.to_dict() if self.compiled_cost else None}
 
 
-def priority_code(best: Backend, order: Sequence[str]) -> str:
-    """The line that makes SDPA try ``best`` first and keeps the others as fallbacks, in ``order``."""
-    rest = [b for b in (order or [b.value for b in ALL_BACKENDS]) if b != best.value]
-    names = ", ".join(f"SDPBackend.{name}" for name in [best.value, *rest])
-    return f"with sdpa_kernel([{names}], set_priority=True):"
-
-
 def _value(summary: Summary | None) -> float | None:
     return summary.median if summary else None
 
@@ -96,35 +90,6 @@ class Rewrite:
     code: str
     session: Session
     exact: bool = True
-
-
-CAUSAL_CODE = "F.scaled_dot_product_attention(q, k, v, is_causal=True)  # in place of attn_mask=<its causal mask>"
-BF16_CODE = ("q, k, v = (t.bfloat16() for t in (q, k, v))  # changes the numerics: see this alternative's error "
-             "against float64")
-
-
-def expand_kv_code(group: int) -> str:
-    """K/V repeated to the query heads, so SDPA needs no ``enable_gqa`` (fused kernels that reject GQA take it)."""
-    return (f"k, v = k.repeat_interleave({group}, dim=1), v.repeat_interleave({group}, dim=1)  "
-            "# then call SDPA without enable_gqa")
-
-
-HEAD_DIM_ALIGN = 8
-"""cuDNN takes a head dim that is a multiple of this, and Mem-efficient too for 16-bit inputs (4 for fp32; torch's
-``check_head_dim_size_mem_efficient``); Flash pads any head dim up to 256 itself but takes no fp32. Padded, a call
-may reach a backend that refused it (an fp32 call with head dim 102: MATH → Mem-efficient)."""
-
-
-def padded_head_dim(head_dim: int) -> int:
-    return -(-head_dim // HEAD_DIM_ALIGN) * HEAD_DIM_ALIGN
-
-
-def pad_head_dim_code(head_dim: int) -> str:
-    """Q, K and V padded with zeros to the next multiple of 8 and the output cut back: zeros add nothing to Q·K, the
-    extra output columns are dropped, and the scale stays that of the true head dim, so the result is the same."""
-    pad = padded_head_dim(head_dim) - head_dim
-    return (f"out = F.scaled_dot_product_attention(*(F.pad(t, (0, {pad})) for t in (q, k, v)), "
-            f"scale={head_dim} ** -0.5)[..., :{head_dim}]  # the pads copy Q, K, V: not in this time")
 
 
 def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
@@ -173,16 +138,19 @@ def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
 
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
            differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
-           refused: dict[str, str] | None = None, outside: Iterable[Measured] = ()) -> SignatureAdvice:
+           refused: dict[str, str] | None = None, outside: Iterable[Measured] = (),
+           codes: dict[str, str] | None = None) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
     rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`); ``outside``:
-    alternatives measured apart from the lab's session (FlexAttention)."""
+    alternatives measured apart from the lab's session (FlexAttention); ``codes``: each backend's code as it was run
+    against the call (``core/calls/call_code.backend_code``): a backend without one is listed with no code and never
+    advised (its code gave another output, or raised); where None, each gets the priority line alone."""
     refused = refused or {}
     outside = list(outside)
     rows, clock = _lab_rows(session)
     backends = tuple(
         Alternative("backend", b.value, _value(r.kernel_us), _value(r.gpu_us), _value(r.eager_us), r.max_abs_error,
-                    r.peak_mib, priority_code(b, priority))
+                    r.peak_mib, priority_code(b, priority) if codes is None else codes.get(b.value, ""))
         for b, r in rows.items())
     changed = [found for found in map(_rewritten, rewrites) if found is not None]
     alternatives = backends + tuple(a for a, _ in changed) + tuple(m.alternative for m in outside)
@@ -195,7 +163,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                                note=f"{current or 'its backend'} did not run in the lab at this shape", measured_as=common.measured_as, differences=common.differences)
     ours = _summary(now, clock)
     candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
-                  if a.backend != current and a.backend not in refused]
+                  if a.backend != current and a.backend not in refused and a.code]
     candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
     candidates += [(m.alternative, m.summary(clock)) for m in outside if m.alternative.exact]
     winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))

@@ -27,14 +27,13 @@ import torch
 import torch.nn.functional as F
 
 from ...core.calls.flex_alternative import FlexCost, FlexSpec, refusal
-from ...core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING
-from ...core.calls.watched_calls import OUTPUT_TOLERANCE
 from ..measuring import cpu_threads
 from ..measuring.call_memory import peak_extra_bytes
 from ..measuring.clocks import GraphClock, calls_for, eager_us
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs
+from .call_match import DiffersFromTheCall, call_mask, matched
 from .compiled_cost import profiled_kernel_us
 
 SAMPLES = 15
@@ -42,26 +41,6 @@ SAMPLES = 15
 EAGER_TARGET_US = 2_000.0
 """One eager sample lasts about this long (at most 64 calls)."""
 GRAPH_REPLAYS = 4
-
-
-class DiffersFromTheCall(Exception):
-    """The code's output is not SDPA's for the call's mask: the code is not offered."""
-
-
-def call_mask(inputs: Inputs, mask_form: str) -> tuple[torch.Tensor | None, bool, torch.Tensor | None]:
-    """The call's mask on the lab's inputs, as SDPA takes it (``attn_mask``, ``is_causal``), and ``key_keep``, the
-    [batch, kv_len] mask the code reads (a program's own, as a user would pass it)."""
-    w = inputs.workload
-    if mask_form == CAUSAL:
-        return None, True, None
-    if mask_form not in (KEY_PADDING, CAUSAL_KEY_PADDING):
-        return None, False, None
-    key_keep = torch.ones(w.batch, w.kv_seq, dtype=torch.bool, device=inputs.q.device)
-    key_keep[:, w.kv_seq - w.kv_seq // 8:] = False  # as the lab's key-padding mask (calls.Inputs)
-    mask = key_keep[:, None, None, :]
-    if mask_form == CAUSAL_KEY_PADDING:
-        mask = mask & torch.ones(w.seq, w.kv_seq, dtype=torch.bool, device=inputs.q.device).tril()
-    return mask, False, key_keep
 
 
 def run_code(spec: FlexSpec, inputs: Inputs, key_keep: torch.Tensor | None) -> Callable[[], torch.Tensor]:
@@ -90,20 +69,6 @@ def _step(out: Callable[[], torch.Tensor], inputs: Inputs) -> Callable[[], objec
     return forward_backward
 
 
-def matched(out: torch.Tensor, inputs: Inputs, attn_mask: torch.Tensor | None, causal: bool) -> float:
-    """max |out - SDPA's| / max |SDPA's|, SDPA called as the call was on the same inputs; raises
-    :class:`DiffersFromTheCall` beyond the dtype's tolerance."""
-    with torch.no_grad():
-        own = F.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v, attn_mask=attn_mask, is_causal=causal,
-                                             enable_gqa=inputs.workload.gqa)
-        _, rel = compare(out, own.double())
-    tolerance = OUTPUT_TOLERANCE.get(str(inputs.q.dtype), 3e-2)
-    if not rel <= tolerance:  # NaN too
-        raise DiffersFromTheCall(f"its output differs from the call's SDPA output on the same inputs: max rel err "
-                                 f"{rel:.1e} > {tolerance:.0e} ({inputs.workload.dtype}); not offered")
-    return rel
-
-
 def measure(spec: FlexSpec) -> FlexCost:
     device = torch.device(spec.device)
     make_current(device)
@@ -118,7 +83,10 @@ def measure(spec: FlexSpec) -> FlexCost:
     compile_s = time.monotonic() - started
     # in the grad mode of the timed calls: Dynamo guards on it, and another mode would compile again
     result = out().detach()
-    agreement = matched(result, inputs, attn_mask, causal)
+    with torch.no_grad():
+        own = F.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v, attn_mask=attn_mask, is_causal=causal,
+                                             enable_gqa=inputs.workload.gqa)
+    agreement = matched(result, own, inputs.q.dtype)
     error, _ = compare(result, reference_output(inputs, attn_mask=attn_mask, is_causal=causal))
     peak = peak_extra_bytes(step, device)
     per_call = eager_us(step, device, 3)
