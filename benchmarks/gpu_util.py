@@ -34,7 +34,7 @@ from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.host.client import EngineClient  # noqa: E402
 from sdpa_tui.telemetry.device_choice import check_device, find_gpus  # noqa: E402
 from sdpa_tui.telemetry.nvml import NvmlReader  # noqa: E402
-from sdpa_tui.ui.configuration_keys import PROFILE_EVERY_MAX_S, PROFILE_EVERY_S, SAMPLE_INTERVAL_S  # noqa: E402
+from sdpa_tui.core.lab.lab_controller import PROFILE_EVERY_MAX_S, PROFILE_EVERY_S, SAMPLE_INTERVAL_S  # noqa: E402
 
 
 def main() -> int:
