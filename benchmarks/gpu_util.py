@@ -28,13 +28,13 @@ from recorded import command_line  # noqa: E402
 
 from sdpa_tui.core.backends import ALL_BACKENDS, parse_backend_list  # noqa: E402
 from sdpa_tui.core.lab.duty import BusyWindow  # noqa: E402
+from sdpa_tui.core.lab.lab_controller import PROFILE_EVERY_MAX_S, PROFILE_EVERY_S, SAMPLE_INTERVAL_S  # noqa: E402
 from sdpa_tui.core.protocol.engine_commands import Configure  # noqa: E402
 from sdpa_tui.core.protocol.records import EngineError, Ready, Sample  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
 from sdpa_tui.engine.host.client import EngineClient  # noqa: E402
 from sdpa_tui.telemetry.device_choice import check_device, find_gpus  # noqa: E402
 from sdpa_tui.telemetry.nvml import NvmlReader  # noqa: E402
-from sdpa_tui.ui.configuration_keys import PROFILE_EVERY_MAX_S, PROFILE_EVERY_S, SAMPLE_INTERVAL_S  # noqa: E402
 
 
 def main() -> int:

@@ -56,8 +56,8 @@ from sdpa_tui.commands.monitor import make_app  # noqa: E402
 from sdpa_tui.core.backends import ALL_BACKENDS  # noqa: E402
 from sdpa_tui.core.lab.history_ring import RECENT, TAIL_EVERY, TAIL_MAX, HistoryRing  # noqa: E402
 from sdpa_tui.core.protocol.engine_commands import ENGINE_MEMORY_MIB  # noqa: E402
+from sdpa_tui.core.protocol.engine_events import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 from sdpa_tui.core.workload import Workload  # noqa: E402
-from sdpa_tui.engine.host.supervisor import EngineDied, EngineRecycled, EngineStarting  # noqa: E402
 
 SIZE = (120, 40)
 FLIPS = ("f", "f", "e", "e", "c", "c", "m", "m", "k", "k", "d", "b", "b", "plus", "minus")

@@ -42,7 +42,7 @@ async def shoot(out: Path, devices: tuple[int, ...], size: tuple[int, int]) -> N
     app = make_app(Workload(), ALL_BACKENDS, export_dir=str(out / "exports"), devices=devices)
     async with app.run_test(size=size) as pilot:
         def all_measured() -> bool:
-            sessions = {**app.controller.sessions_by_gpu, app.watched_gpu: app.session}
+            sessions = {**app.controller.sessions_by_gpu, app.lab_gpus.watched_gpu: app.session}
             return all(i in sessions and measured(sessions[i]) for i in devices)
 
         ok = await wait_until(all_measured, TIMEOUT_S)

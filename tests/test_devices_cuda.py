@@ -60,13 +60,13 @@ async def test_live_side_by_side_measures_every_gpu() -> None:
     async with app.run_test(size=(120, 40)):
         sessions: dict = {}
         for _ in range(720):  # up to 3 minutes: every engine imports torch and warms up
-            sessions = {**app.controller.sessions_by_gpu, app.watched_gpu: app.session}
+            sessions = {**app.controller.sessions_by_gpu, app.lab_gpus.watched_gpu: app.session}
             if app.host_gpus and all(i in sessions and sessions[i].dispatch for i in devices):
                 break
             await asyncio.sleep(0.25)
         assert app.host_gpus is not None and app.host_gpus.count == count
         assert all(sessions[i].dispatch is not None for i in devices)
-        assert set(app.measuring_gpus) == set(devices)
+        assert set(app.lab_gpus.measuring_gpus) == set(devices)
         await asyncio.sleep(3.0)  # the poller learns our engines' pids every 2 s
         pids = set(app.engine.engine_pids)
         for i in devices:

@@ -186,8 +186,9 @@ class FakeClient:
 def test_a_recycled_engine_is_replaced_at_once_not_counted_as_a_death():
     from real_data import H200
 
+    from sdpa_tui.core.protocol.engine_events import EngineRecycled, EngineStarting
     from sdpa_tui.core.protocol.records import Ready
-    from sdpa_tui.engine.host.supervisor import EngineRecycled, EngineStarting, EngineSupervisor
+    from sdpa_tui.engine.host.supervisor import EngineSupervisor
 
     ready = Ready(H200)
     scripts = iter([([ready, Recycling(2100.0, 1000.0)], 5), ([ready], None)])

@@ -9,9 +9,10 @@ from real_data import H200
 
 from sdpa_tui.core.backends import Backend
 from sdpa_tui.core.protocol.engine_commands import Configure
+from sdpa_tui.core.protocol.engine_events import EngineDied, EngineStarting
 from sdpa_tui.core.protocol.records import Ready
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.host.supervisor import EngineDied, EngineStarting, EngineSupervisor
+from sdpa_tui.engine.host.supervisor import EngineSupervisor
 from sdpa_tui.telemetry.device_choice import DeviceError, VisibleGpus
 
 

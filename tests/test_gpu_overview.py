@@ -36,7 +36,7 @@ def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None, own_pids=(ENGINE_PI
 async def shown(pilot, app, host: HostGpus) -> str:
     """Post a reading as the app's host poller does: all GPUs, and the watched one to its panel."""
     app.post_message(HostGpusUpdate(host))
-    app.post_message(GpuUpdate(host.get(app.watched_gpu)))
+    app.post_message(GpuUpdate(host.get(app.lab_gpus.watched_gpu)))
     await settle(pilot, until=lambda: app.query_one("#gpus").display and "GPU" in widget_text(app, "#gpus"))
     return widget_text(app, "#gpus")
 
@@ -84,7 +84,7 @@ async def test_g_switches_the_gpu_and_keeps_each_gpus_history(monkeypatch) -> No
         first = app.session
         await choose(pilot, app, "down", "down", "enter")
         await settle(pilot, until=lambda: engine.switched_to)
-        assert engine.switched_to == ["cuda:2"] and app.device == "cuda:2"
+        assert engine.switched_to == ["cuda:2"] and app.lab_gpus.device == "cuda:2"
         assert app.session is not first and app.session.backends[Backend.CUDNN].gpu.summary() is None
         assert engine.config.config_id > first.config_id  # records in flight for GPU 0 are ignored
         assert "measuring on GPU 2 now" in widget_text(app, "#status-line")
@@ -106,13 +106,13 @@ async def test_g_follows_cuda_visible_devices(monkeypatch) -> None:
     host = host_reading(monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
     app, engine, _ = make_test_app()
-    app.device = "cuda:0"  # as the command line resolves --device auto
+    app.lab_gpus.device = "cuda:0"  # as the command line resolves --device auto
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app, host)
-        assert app.watched_gpu == 1  # cuda:0 is NVML's GPU 1
+        assert app.lab_gpus.watched_gpu == 1  # cuda:0 is NVML's GPU 1
         await choose(pilot, app, "down", "enter")  # GPU 3: the hidden GPU 2 is passed over
         await settle(pilot, until=lambda: engine.switched_to)
-        assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3
+        assert engine.switched_to == ["cuda:1"] and app.lab_gpus.watched_gpu == 3
         await pilot.press("g")
         await settle(pilot, until=lambda: isinstance(app.screen, GpuChooser))
         options = app.screen.query_one(OptionList)
@@ -125,18 +125,18 @@ async def test_g_follows_cuda_visible_devices(monkeypatch) -> None:
         app.switch_gpu(0)  # not from the chooser (its line is disabled), yet refused all the same
         await settle(pilot, until=lambda: "hidden" in widget_text(app, "#status-line"))
         assert "GPU 0 is hidden by CUDA_VISIBLE_DEVICES=1,3 (visible: GPU 1, 3)" in widget_text(app, "#status-line")
-        assert engine.switched_to == ["cuda:1"] and app.watched_gpu == 3
+        assert engine.switched_to == ["cuda:1"] and app.lab_gpus.watched_gpu == 3
 
 
 async def test_escape_keeps_the_gpu(monkeypatch) -> None:
     host = host_reading(monkeypatch)
     app, engine, _ = make_test_app()
-    before = app.device
+    before = app.lab_gpus.device
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app, host)
         await choose(pilot, app, "down", "escape")
         await settle(pilot, until=lambda: not isinstance(app.screen, GpuChooser))
-        assert engine.switched_to == [] and app.device == before
+        assert engine.switched_to == [] and app.lab_gpus.device == before
 
 
 @pytest.fixture
@@ -209,7 +209,7 @@ async def test_side_by_side_names_the_slow_gpu(monkeypatch) -> None:
         assert "9.7 µs" in rows["0"] and "12.6 µs" in rows["1"]
         # the panels show GPU 0; g shows GPU 1's numbers at once, nothing restarts
         await choose(pilot, app, "down", "enter")
-        await settle(pilot, until=lambda: app.device == "cuda:1")
+        await settle(pilot, until=lambda: app.lab_gpus.device == "cuda:1")
         assert engine.shown == 1 and engine.configs[-1].config_id == app.session.config_id
         assert app.session.backends[Backend.CUDNN].gpu.summary().median == pytest.approx(9.7 * 1.3)
         assert "every GPU keeps measuring" in widget_text(app, "#status-line")
@@ -260,11 +260,11 @@ async def test_a_table_redraw_due_after_quitting_does_nothing(monkeypatch) -> No
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app, host)
         engine.feed_gpu(app, 1)
-        await settle(pilot, until=lambda: app._gpus_redraw_pending)
+        await settle(pilot, until=lambda: app.table_redraws.pending)
     assert not app.screen_stack
-    app._redraw_gpus()
-    app._redraw_if_dirty()
-    assert not app._gpus_redraw_pending
+    app.table_redraws.fire()
+    app.redraws.fire()
+    assert not app.table_redraws.pending
 
 
 async def test_an_nvml_reading_that_arrives_while_quitting_does_nothing(monkeypatch) -> None:

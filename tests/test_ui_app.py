@@ -27,6 +27,7 @@ from ui_fakes import (
 )
 
 from sdpa_tui.core.backends import Backend
+from sdpa_tui.core.protocol.engine_events import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.core.protocol.records import (
     BackendStatus,
     Dispatch,
@@ -38,7 +39,6 @@ from sdpa_tui.core.protocol.records import (
 )
 from sdpa_tui.core.traces import kernel_names
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.host.supervisor import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
@@ -559,11 +559,9 @@ def fake_series(workloads, enabled, device, **options):
         yield session
 
 
-async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_path, monkeypatch):
-    import sdpa_tui.ui.screens.sweep as sweep_screen
-
-    monkeypatch.setattr(sweep_screen, "measure_series", fake_series)
+async def test_the_sweep_view_draws_the_series_and_resumes_live_measuring(tmp_path):
     app, engine, _ = make_test_app(tmp_path)
+    app.measure_series = fake_series
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.pause()
         engine.feed_live(app)

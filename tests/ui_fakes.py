@@ -41,6 +41,7 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import EngineEvent, EngineRecords
+from sdpa_tui.ui.textual_internals import screen_strips
 
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}
 
@@ -305,12 +306,8 @@ def make_test_app(
 
 
 def screen_lines(app: SdpaApp) -> list:
-    """The screen as the terminal shows it now: one :class:`Strip` per row.
-
-    Textual has no public "screen as text"; the compositor's ``render_strips`` is what
-    ``export_screenshot`` draws from.
-    """
-    return app.screen._compositor.render_strips()
+    """The screen as the terminal shows it now: one :class:`Strip` per row."""
+    return screen_strips(app.screen)
 
 
 def screen_text(app: SdpaApp) -> str:
@@ -326,15 +323,16 @@ def widget_text(app: SdpaApp, selector: str) -> str:
 
 
 async def settle(pilot: Pilot, until: Callable[[], bool] | None = None, timeout: float = 3.0) -> None:
-    """Let messages be handled and the 4 Hz redraw run (until ``until()`` holds, if given)."""
+    """Let messages be handled and the panels' redraw run (until ``until()`` holds, if given)."""
     await pilot.pause()
     waited = 0.0
     while True:
         await pilot.pause(0.05)
         waited += 0.05
         if until is None:
-            # at least one tick of the 0.25 s redraw timer, and nothing left to draw
-            if waited >= 0.3 and not getattr(pilot.app, "_dirty", False):
+            # a little while, and no redraw of the panels due
+            redraws = getattr(pilot.app, "redraws", None)
+            if waited >= 0.3 and not (redraws is not None and redraws.pending):
                 return
         elif until():
             return

@@ -17,9 +17,10 @@ from typing import Any
 from ..core.backends import Backend
 from ..core.lab.lab_controller import LabController
 from ..core.lab.session import Session
+from ..core.protocol.engine_events import EngineDied, EngineRecycled
 from ..core.protocol.records import Ready
 from ..core.workload import Workload
-from ..engine.host.supervisor import EngineDied, EngineRecycled, EngineSupervisor
+from ..engine.host.supervisor import EngineSupervisor
 from ..exit_codes import EXIT_USAGE
 from ..exports.metrics.lab_metrics import LatestMetrics
 from ..exports.metrics.metrics_address import check_address, check_port, is_loopback

@@ -36,15 +36,18 @@ from ..core.backends import Backend
 from ..core.lab.lab_controller import LabController
 from ..core.lab.session import Session
 from ..core.protocol.engine_commands import ENGINE_MEMORY_MIB
+from ..core.protocol.engine_events import EngineLifecycle
+from ..core.protocol.engine_handle import EngineHandle
+from ..core.protocol.records import EngineRecord
 from ..core.workload import Workload
 from ..engine.host.device_engines import DeviceEngines, engine_device
 from ..engine.host.early_start import Relay, can_run_live, start_resource_tracker
+from ..engine.host.headless import measure_series
 from ..engine.host.supervisor import EngineSupervisor
 from ..telemetry.device_choice import find_gpus
 from ..telemetry.host_cpu import cpu_pressure
-from ..ui.app import SdpaApp
 from ..ui.exit_signals import exit_on_signals
-from ..ui.gpu_switching import host_gpu_source
+from ..ui.gpu_readings import host_gpu_source
 from ..ui.live_app import LiveApp
 from ..ui.messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords
 
@@ -60,7 +63,7 @@ def make_app(
     devices: tuple[int, ...] | None = None,
     app_class: type[LiveApp] | None = None,
     started: tuple[EngineSupervisor, Relay] | None = None,
-) -> SdpaApp:
+) -> LiveApp:
     """The real app: an engine process for ``device`` (or one per GPU in ``devices``, side by
     side) and an NVML poller for every GPU of the host. ``app_class``: a :class:`LiveApp`
     subclass (``sdpa-tui watch``'s); ``started``: the engine the command line started before the UI was imported
@@ -72,25 +75,29 @@ def make_app(
         engines_see = find_gpus()  # once, for the first GPU and every engine
         device = engine_device(devices[0], engines_see)
     controller = LabController(session, priority, engine_memory_mib)
-    app = (app_class or LiveApp)(session, engine=None, gpu_source=None, export_dir=export_dir, device=device,
-                                 controller=controller)
-    app.gpu_source = host_gpu_source(app)
-    app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
-    if devices:  # one engine per GPU, side by side
-        app.engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
-                                   on_event=lambda i, event: app.post_message(DeviceEvent(i, event)), gpus=engines_see)
-        return app
-    def on_records(records: list) -> None:
+    app: LiveApp  # made below: the engines' callbacks post to it from their threads once it runs
+
+    def on_records(records: list[EngineRecord]) -> None:
         app.post_message(EngineRecords(records))
 
-    def on_event(event: object) -> None:
+    def on_event(event: EngineLifecycle) -> None:
         app.post_message(EngineEvent(event))
 
-    if started is not None:
-        app.engine, relay = started
+    engine: EngineHandle
+    relay = None
+    if devices:  # one engine per GPU, side by side
+        engine = DeviceEngines(devices, on_records=lambda i, records: app.post_message(DeviceRecords(i, records)),
+                               on_event=lambda i, event: app.post_message(DeviceEvent(i, event)), gpus=engines_see)
+    elif started is not None:
+        engine, relay = started
+    else:
+        engine = EngineSupervisor(device, on_records=on_records, on_event=on_event)
+    app = (app_class or LiveApp)(session, engine, gpu_source=None, export_dir=export_dir, device=device,
+                                 controller=controller, measure_series=measure_series)
+    app.gpu_source = host_gpu_source(app)
+    app.host_pressure_source = cpu_pressure  # the header says when the host's CPUs are contended
+    if relay is not None:
         relay.connect(on_records, on_event)
-        return app
-    app.engine = EngineSupervisor(device, on_records=on_records, on_event=on_event)
     return app
 
 

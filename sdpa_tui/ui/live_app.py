@@ -2,22 +2,22 @@
 
 The keys (``ctrl+c`` quits), :meth:`LiveApp.request_exit` (from a signal handler or any
 thread) and the terminal guards: a poll of the terminal's descriptors for a hang-up, and a
-driver (:func:`_guarded_linux_driver`) whose writes to a dead terminal are dropped instead of
+driver (:func:`~.guarded_driver.guarded_linux_driver`) whose writes to a dead terminal are dropped instead of
 killing Textual's writer thread. Signals are turned into exits by :mod:`.exit_signals`; how
-the app is built and run, and the whole "leaving cleanly" picture, is in :mod:`.launch`.
+the app is built and run, and the whole "leaving cleanly" picture, is in :mod:`sdpa_tui.commands.monitor`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import select
-import signal
 import sys
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
 from .app import SdpaApp
+from .guarded_driver import EXIT_TERMINAL_LOST, guarded_linux_driver
 
 if TYPE_CHECKING:
     from ..exports.metrics.lab_metrics import LatestMetrics
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 METRICS_INTERVAL_S = 1.0
 """How often ``--metrics-port`` publishes the session to the metrics endpoint."""
 TERMINAL_CHECK_S = 0.5
-EXIT_TERMINAL_LOST = 128 + signal.SIGHUP
-"""Exit status when the terminal went away: the same as for SIGHUP."""
 
 
 class LiveApp(SdpaApp):
@@ -52,7 +50,7 @@ class LiveApp(SdpaApp):
 
     def get_driver_class(self) -> type:
         driver = super().get_driver_class()
-        guarded = _guarded_linux_driver()
+        guarded = guarded_linux_driver()
         return guarded if guarded is not None and driver is guarded.__base__ else driver
 
     def request_exit(self, return_code: int, reason: str) -> None:
@@ -74,7 +72,7 @@ class LiveApp(SdpaApp):
             pass
 
     def _exit_now(self, return_code: int) -> None:
-        if not getattr(self, "_exit", False):  # already exiting (q, an earlier signal): keep its code
+        if self.return_code is None:  # already exiting (q, an earlier signal): keep its code
             self.exit(return_code=return_code)
 
     def on_load(self) -> None:
@@ -82,7 +80,8 @@ class LiveApp(SdpaApp):
         if self._pending_exit is not None:
             self.exit(return_code=self._pending_exit)
 
-    def on_mount(self) -> None:
+    def lab_started(self) -> None:
+        super().lab_started()
         if self.metrics is not None:  # --metrics-port: publish from this thread, the one owning the session
             self.set_interval(METRICS_INTERVAL_S, lambda: self.metrics.publish(self.session, self.gpu))
         if self.watch_terminal:
@@ -115,58 +114,3 @@ def _terminal_poll() -> select.poll | None:
     for fd in fds:
         poll.register(fd, 0)  # POLLHUP, POLLERR and POLLNVAL are always reported
     return poll if fds else None
-
-
-class _TerminalStream:
-    """What Textual's writer thread writes the screen to: the real stream, except that once
-    the terminal is gone (EIO after a hang-up, EPIPE, a closed file) writes are dropped and
-    the app is asked to exit. Textual's writer thread dies on the first such error, after
-    which the app blocks on its full output queue and can never exit."""
-
-    def __init__(self, stream: object, app: LiveApp) -> None:
-        self._stream = stream
-        self._app = app
-        self.lost = False
-
-    def write(self, text: str) -> int:
-        if not self.lost:
-            try:
-                return self._stream.write(text)
-            except (OSError, ValueError) as exc:
-                self._lose(exc)
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.lost:
-            try:
-                self._stream.flush()
-            except (OSError, ValueError) as exc:
-                self._lose(exc)
-
-    def _lose(self, exc: BaseException) -> None:
-        self.lost = True
-        self._app.request_exit(EXIT_TERMINAL_LOST, f"the terminal is gone ({type(exc).__name__}: {exc})")
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._stream, name)
-
-
-_GUARDED_DRIVER: list[type] = []
-
-
-def _guarded_linux_driver() -> type | None:
-    """Textual's LinuxDriver writing through a :class:`_TerminalStream` (None off Linux)."""
-    if _GUARDED_DRIVER:
-        return _GUARDED_DRIVER[0]
-    try:
-        from textual.drivers.linux_driver import LinuxDriver
-    except ImportError:  # Windows: no termios
-        return None
-
-    class GuardedLinuxDriver(LinuxDriver):
-        def __init__(self, app: LiveApp, **kwargs: object) -> None:
-            super().__init__(app, **kwargs)
-            self._file = _TerminalStream(self._file, app)
-
-    _GUARDED_DRIVER.append(GuardedLinuxDriver)
-    return GuardedLinuxDriver

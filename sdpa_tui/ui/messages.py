@@ -1,66 +1,67 @@
-"""Messages that carry background work (engine, NVML) to the app, posted from their threads."""
+"""Messages that carry background work (the engine's records and events, NVML readings) to the app.
+
+Posted from the threads that read them (``post_message`` is thread-safe): the supervisor's reader thread, the
+per-GPU engines' threads, the NVML poller's thread. Each carries plain frozen values; handlers set the app's
+reactives and apply records to the session, and ``watch_*`` methods redraw.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from textual.message import Message
 
+from ..core.protocol.engine_events import EngineLifecycle
+from ..core.protocol.records import EngineRecord
 from ..telemetry.gpu_snapshot import GpuSnapshot
 from ..telemetry.host_gpus import HostGpus
 
 
+@dataclass
 class EngineRecords(Message):
     """A batch of records from the engine process."""
 
-    def __init__(self, records: list[Any]) -> None:
-        super().__init__()
-        self.records = records
+    records: list[EngineRecord]
 
 
+@dataclass
 class EngineEvent(Message):
     """The engine process started, died, or is being restarted."""
 
-    def __init__(self, event: Any) -> None:
-        super().__init__()
-        self.event = event
+    event: EngineLifecycle
 
 
+@dataclass
 class GpuUpdate(Message):
-    """A new NVML reading; only the latest one matters."""
+    """A new NVML reading of the watched GPU; only the latest one matters."""
 
-    def __init__(self, snapshot: GpuSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
+    snapshot: GpuSnapshot
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, GpuUpdate)
 
 
+@dataclass
 class HostGpusUpdate(Message):
     """A new NVML reading of every GPU; only the latest one matters."""
 
-    def __init__(self, host: HostGpus) -> None:
-        super().__init__()
-        self.host = host
+    host: HostGpus
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, HostGpusUpdate)
 
 
+@dataclass
 class DeviceRecords(Message):
     """Records from the engine on GPU ``index`` (``--devices``: one engine per GPU)."""
 
-    def __init__(self, index: int, records: list[Any]) -> None:
-        super().__init__()
-        self.index = index
-        self.records = records
+    index: int
+    records: list[EngineRecord]
 
 
+@dataclass
 class DeviceEvent(Message):
     """The engine on GPU ``index`` started, died, or is being restarted."""
 
-    def __init__(self, index: int, event: Any) -> None:
-        super().__init__()
-        self.index = index
-        self.event = event
+    index: int
+    event: EngineLifecycle

@@ -18,8 +18,10 @@ class SnapshotHost(Protocol):
     """What the snapshot flow needs from the app (the app satisfies it; this module never
     imports the app, so the two do not import each other)."""
 
-    session: Session
     gpu: GpuSnapshot | None
+
+    @property
+    def session(self) -> Session: ...
 
     def status(self, text: str, error: bool = False) -> None: ...
 

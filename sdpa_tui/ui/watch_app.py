@@ -62,9 +62,9 @@ class WatchApp(LiveApp):
         self._tail = LogTail(log_path)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def on_mount(self) -> None:
-        # after every class's on_mount (SdpaApp's starts the engine): MRO order runs this one first
-        self.call_later(self._start_watching)
+    def lab_started(self) -> None:
+        super().lab_started()
+        self.call_later(self._start_watching)  # once the mount is over: the Calls view is pushed over the lab
 
     async def _start_watching(self) -> None:
         assert self.program is not None, "watch_program() before run()"
@@ -77,8 +77,9 @@ class WatchApp(LiveApp):
         self.set_interval(POLL_INTERVAL_S, lambda: self.while_open(self.poll_program))
         self.poll_program()
 
-    def on_unmount(self) -> None:
+    def lab_stopping(self) -> None:
         self.stop_program()
+        super().lab_stopping()
 
     def stop_program(self) -> None:
         """Stop the program (SIGINT to its process group, SIGKILL after a grace period) and what it left behind."""
@@ -162,7 +163,7 @@ class WatchApp(LiveApp):
         if self.calls is not None and self.screen is self.calls:
             self.pop_screen()
             self.engine.set_paused(self.paused)
-            self._dirty = True
+            self.redraws.request()
 
     def try_in_lab(self, row: CallRow) -> None:
         """The call's shape becomes the lab's workload; every enabled backend is measured on it."""

@@ -253,3 +253,8 @@ class StartupTimes:
         return [(name, end - start)
                 for name, start, end in zip(self.phases, (0.0, *self.seconds), self.seconds)]
 
+
+
+EngineRecord = (Ready | BackendStatus | Sample | KernelCapture | GraphKernels | Dispatch | PeakFlops | Accuracy
+                | TracesCaptured | Log | EngineError | Recycling | EngineHealth | StartupTimes)
+"""Any record the engine sends the UI."""

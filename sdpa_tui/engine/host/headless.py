@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...core.backends import ALL_BACKENDS, Backend
 from ...core.lab.backend_state import BackendState
 from ...core.lab.session import Session
 from ...core.protocol.engine_commands import Configure
+from ...core.protocol.headless_progress import EngineFailed, Progress, SeriesProgress
 from ...core.protocol.records import EngineError, Ready
 from ...core.status import Status
 from ...core.workload import Workload
@@ -21,19 +21,6 @@ MIN_SAMPLES = 5
 PROFILE_EVERY_MAX_S = 8.0
 """Headless kernel bursts: the first a second after a backend's first numbers, then doubling up to this (one
 capture is all a result needs; later ones refresh it), and never sooner than four times the last one took."""
-
-
-class EngineFailed(RuntimeError):
-    """The engine could not start or died; the message says why."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    elapsed_s: float
-    ready: bool
-    done_backends: int
-    total_backends: int
-    text: str
 
 
 def measure(
@@ -140,15 +127,6 @@ def _shortfall(session: Session, timeout_s: float) -> str:
 
 
 # ------------------------------------------------------------------ several workloads, one engine
-@dataclass(frozen=True)
-class SeriesProgress(Progress):
-    """Progress of :func:`measure_series`: ``index`` (from 0) of ``count`` workloads."""
-
-    index: int
-    count: int
-    workload: Workload
-
-
 def measure_series(
     workloads: Sequence[Workload],
     enabled: tuple[Backend, ...],

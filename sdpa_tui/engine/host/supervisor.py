@@ -8,35 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ...core.protocol.engine_commands import Configure, SetPaused
+from ...core.protocol.engine_events import EngineDied, EngineRecycled, EngineStarting
 from ...core.protocol.records import EngineError, Ready, Recycling, Sample
 from .client import EngineClient
 
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 GIVE_UP_AFTER = 3
 """Deaths in a row on one configuration, with no sample in between, before we stop retrying."""
-
-
-@dataclass(frozen=True)
-class EngineStarting:
-    attempt: int
-
-
-@dataclass(frozen=True)
-class EngineRecycled:
-    """The engine stopped to give back host memory; a fresh one starts at once."""
-
-    growth_mib: float
-
-
-@dataclass(frozen=True)
-class EngineDied:
-    exit_code: int | None
-    message: str
-    retry_in_s: float | None  # None: gave up on this configuration
 
 
 class EngineSupervisor:

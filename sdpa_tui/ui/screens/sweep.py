@@ -1,13 +1,13 @@
 """The sweep view: GPU/call and memory against sequence length, with crossovers named.
 
-It runs ``measure_series`` (its own engine process) on a worker thread while the live engine
-is paused, so the two never share the GPU; Escape stops it and resumes live measuring.
+It runs the app's ``measure_series`` (``engine/host/headless.py``'s: its own engine process) on a worker thread
+while the live engine is paused, so the two never share the GPU; Escape stops it and resumes live measuring.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from textual import work
 from textual.app import ComposeResult
@@ -18,12 +18,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ...core.backends import Backend
-from ...core.lab.session import Session
+from ...core.protocol.headless_progress import EngineFailed, SeriesProgress
+from ...core.sweep.series_measurer import SeriesMeasurer
 from ...core.sweep.sweep_findings import crossovers
 from ...core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, sweep_workloads
 from ...core.sweep.sweep_points import Sweep
 from ...core.workload import Workload
-from ...engine.host.headless import EngineFailed, SeriesProgress, measure_series
 from ...exports.sweep.sweep_terminal import progress_line, render
 
 GPU_SEQS = tuple(2**i for i in range(8, 16))  # 256 … 32768
@@ -33,16 +33,17 @@ CPU_SEQS = tuple(2**i for i in range(6, 12))  # 64 … 2048: the CPU is slow at 
 class SweepScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,v", "close", "Close")]
 
+    @dataclass
     class Update(Message):
-        def __init__(self, text: str, done: bool = False) -> None:
-            super().__init__()
-            self.text, self.done = text, done
+        """What the sweep has measured so far, from its worker thread."""
+
+        text: str
+        done: bool = False
 
     def __init__(self, workload: Workload, enabled: tuple[Backend, ...], device: str, cpu: bool,
-                 measure: Callable[..., Iterator[Session]] | None = None) -> None:
-        """``measure``: :func:`measure_series` unless given (tests pass a stand-in that needs no engine)."""
+                 measure: SeriesMeasurer) -> None:
         super().__init__()
-        self.measure = measure or measure_series
+        self.measure = measure
         seqs = CPU_SEQS if cpu else GPU_SEQS
         self.sweep = Sweep(sweep_workloads(workload, seqs), enabled)
         self.device = device
