@@ -53,7 +53,9 @@ def run_code(spec: FlexSpec, inputs: Inputs, key_keep: torch.Tensor | None) -> C
 
     def out() -> torch.Tensor:
         exec(the_call, scope)  # noqa: S102
-        return scope["out"]
+        # taken out of the scope: kept there, the last call's autograd graph (and its AccumulateGrad nodes, made on
+        # the warm-up's stream) stayed alive into the CUDA graph's capture, which then failed (an H100, torch 2.11)
+        return scope.pop("out")
 
     return out
 
