@@ -416,6 +416,7 @@ async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_g
         assert "gradients (MATH backward): dq non-finite in 3 of 3 sampled backward(s) (1,024 of 1,024 elements)" \
             in detail
         assert "EFFICIENT_ATTENTION clean" in detail and "repro: /tmp/sdpa-tui-repro/call-1" in detail
+        assert detail.index("gradients (MATH backward)") < detail.index("site "), "the failure first, above the fold"
 
 
 class FastPathProgram(TwoModelsProgram):

@@ -213,8 +213,11 @@ def flags_line(flags: tuple[str, ...]) -> str:
 def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     """The selected call, in full: why not each other backend (torch's words), the flags in force."""
     s = row.signature
+    checks = check_lines(row) + gradient_text.row_lines(row)
+    failed = bool(row.check and row.check.failed)
     lines = [
         s.describe(),
+        *(checks if failed else []),  # what went wrong first, above the fold
         f"site    {row.site}",
         f"modules {modules_cell(row) if row.modules or row.module else '— (not called from an nn.Module)'}",
         f"device  {s.device} · dropout_p {s.dropout_p:g} · scale {'default' if s.scale is None else f'{s.scale:g}'}"
@@ -245,8 +248,8 @@ def detail_lines(row: CallRow, report: WatchReport) -> list[str]:
     lines += contention_lines(row)
     if row.first_call_us is not None:
         lines.append(f"first call {first_call_cell(row)} (plan building, autotuning; not in the median)")
-    lines += check_lines(row)
-    lines += gradient_text.row_lines(row)
+    if not failed:
+        lines += checks
     if row.share_of_gpu is not None:
         lines.append(f"share   {share_cell(row)} of the program's GPU time in the profiled windows")
     if row.per_rank:
