@@ -4,6 +4,7 @@ a code whose output differs from the call's, or that raises, is not offered, and
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -161,6 +162,8 @@ def test_watch_offers_each_rewrite_only_once_its_code_gave_the_calls_output(tmp_
     shown = {a["variant"]: a["code"] for a in call["alternatives"]}
     assert set(shown) == {"backend", "is_causal", "expand_kv", "pad_head_dim", "bf16"}, shown
     assert "the code of" not in report["advice"]["note"], "no code refused: " + report["advice"]["note"]
+    assert re.search(r"s of a \d+ s budget \(and \d+\.\d s running the codes against their calls first\)",
+                     report["advice"]["note"]), "the check is said apart from the budget: " + report["advice"]["note"]
     torch.manual_seed(0)  # the program's tensors
     q = torch.randn(1, 8, 128, 20)
     k, v = torch.randn(1, 2, 128, 20), torch.randn(1, 2, 128, 20)

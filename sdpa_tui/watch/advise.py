@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from ..core.backends import ALL_BACKENDS
@@ -191,16 +190,17 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                 notes.append(f"{row.signature.describe()}: FlexAttention not offered: {spec}")
             else:
                 flex_specs[i] = spec
-    # the codes run against their calls in a child of their own while the lab's engine starts and measures beside it
-    # (each costs an import of torch: 9 s on an H100 box, one after the other, out of a 20 s budget); a rewrite whose
-    # code then proves wrong was measured for nothing and is dropped
-    checking = ThreadPoolExecutor(1, thread_name_prefix="sdpa-tui-code-check")
-    check = checking.submit(checked_codes, to_check, notes, lambda i: report.rows[i].signature.describe(),
+    if to_check:
+        say(f"sdpa-tui watch: running the advice's code against {len(to_check)} call(s) before it is offered")
+    checking = time.monotonic()
+    checked = checked_codes(to_check, notes, lambda i: report.rows[i].signature.describe(),
                             max(CODE_CHECK_AT_LEAST_S, budget))
-    checking.shutdown(wait=False)
-    for items in by_device.values():
+    # not out of the budget: its child's import of torch alone took 9 s on an H100 box, most of a 20 s budget
+    check_s = time.monotonic() - checking
+    deadline += check_s
+    for items in by_device.values():  # the rewrites whose code gave the call's output
         items += [(i, variant, changed, differences) for i, _, _, differences in list(items)
-                  for variant, changed in changes[i]]
+                  for variant, changed in changes[i] if variant in checked[i]]
     numbers = {i: n for n, i in enumerate(sorted({i for items in by_device.values() for i, *_ in items}), 1)}
 
     def told(i: int, what: str) -> None:
@@ -211,7 +211,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         say(f"sdpa-tui watch: measuring alternatives: {len({i for i, *_ in items})} signature(s) on {device} "
             f"(budget {budget:.0f} s)")
         measured: dict[int, tuple[Session, list[str]]] = {}
-        measured_rewrites: list[tuple[int, str, Session]] = []
+        rewrites: dict[int, list[Rewrite]] = {}
         done = 0
 
         def on_step(step: SeriesProgress) -> None:
@@ -227,7 +227,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     deadline_grace_s=OVER_BUDGET_SHARE * budget)):
                 done += 1
                 if variant:
-                    measured_rewrites.append((i, variant, session))
+                    rewrites.setdefault(i, []).append(Rewrite(variant, checked[i][variant], session,
+                                                              exact=variant != "bf16"))
                 else:
                     measured[i] = (session, differences)
         except EngineFailed as exc:
@@ -237,14 +238,6 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                 left = items[done:]
                 notes.append(f"the budget of {budget:.0f} s ran out on {device} before "
                              f"{_left_words(left)} (--advice-budget SECONDS gives more)")
-        if not check.done():
-            told(next(iter(measured), items[0][0]), "the advice's code run against each call")
-        checked = check.result()
-        rewrites: dict[int, list[Rewrite]] = {}
-        for i, variant, session in measured_rewrites:  # those whose code gave the call's output
-            if variant in checked[i]:
-                rewrites.setdefault(i, []).append(Rewrite(variant, checked[i][variant], session,
-                                                          exact=variant != "bf16"))
         device_flex = {i: spec for i, spec in flex_specs.items() if spec.device == device and i in measured}
         if device_flex and deadline - time.monotonic() < FLEX_AT_LEAST_S:
             notes.append(f"FlexAttention not measured: less than {FLEX_AT_LEAST_S:.0f} s of the budget of {budget:.0f} s "
@@ -274,7 +267,6 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                     advice[i] = replace(advice[i], compiled_cost=cost)
                 else:
                     notes.append(f"{row.signature.describe()} [compiled]: not measured alone: {why}")
-    check.result()  # its notes are in (and its child gone) before the report is
     if printer is not None:
         printer.clear()
     report.advice = advice
@@ -282,7 +274,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)
     advised = sum(a is not None for a in advice)
     report.advice_note = (f"alternatives measured after the program exited: {advised} signature(s), "
-                          f"{time.monotonic() - started:.1f} s of a {budget:.0f} s budget"
+                          f"{time.monotonic() - started - check_s:.1f} s of a {budget:.0f} s budget"
+                          + (f" (and {check_s:.1f} s running the codes against their calls first)" if to_check else "")
                           + (f"; {'; '.join(notes)}" if notes else ""))
 
 
