@@ -30,10 +30,14 @@ else:
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> tuple[bool, str]:
-    """Whether torch sees a CUDA GPU, asked in a child process.
-
-    The test process itself never imports torch: tests may check that the UI side does not.
-    """
+    """Whether torch sees a CUDA GPU: asked of the torch a test module imported already, else in a child process
+    (importing torch costs seconds: a run of UI tests alone need not pay it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if torch.cuda.is_available():
+            return True, ""
+        return False, "needs a CUDA GPU: " + ("no CUDA GPU is visible" if torch.version.cuda
+                                              else "this torch build has no CUDA")
     try:
         proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
