@@ -7,12 +7,15 @@ import json
 import subprocess
 import sys
 
+import pytest
 from test_watch_cpu import ENV, PROGRAMS, ROOT, watch
 
 from sdpa_tui.core.call_signature import CallSignature
 from sdpa_tui.core.watch_report import merge
 from sdpa_tui.core.watched_calls import BackwardStats, CallStats, ProcessState
 from sdpa_tui.watch.tables import backend_cell, backward_cell, compiled_lines, kernels_cell, time_cell
+
+pytestmark = pytest.mark.torch_range
 
 BERT = dict(q_shape=(8, 16, 512, 64), kv_shape=(8, 16, 512, 64), dtype="torch.bfloat16", device="cuda:0",
             dropout_p=0.1, scale=0.125, grad=True)

@@ -21,6 +21,8 @@ from sdpa_tui.core.dispatch_env import (
 )
 from sdpa_tui.core.records import Environment
 
+pytestmark = pytest.mark.torch_range
+
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = """\
 7f1a00000000-7f1a00020000 r--p 00000000 08:01 1234   /venv/site-packages/nvidia/cudnn/lib/libcudnn.so.9

@@ -32,6 +32,8 @@ from sdpa_tui.engine.run_state import FAULT_ENV
 from sdpa_tui.engine.worker import EXIT_RECYCLE
 from sdpa_tui.exports.tables import dispatch_line
 
+pytestmark = pytest.mark.torch_range
+
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE_S = 120.0  # a bound against hangs on a loaded machine, not a performance claim
 

@@ -18,6 +18,8 @@ from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.run_state import latest_configure_only
 from sdpa_tui.engine.runner import Engine
 
+pytestmark = pytest.mark.torch_range
+
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 BOTH = (Backend.FLASH, Backend.MATH)
 

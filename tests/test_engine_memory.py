@@ -21,6 +21,8 @@ from sdpa_tui.engine.profiler_client import ProfilerClient
 from sdpa_tui.engine.run_state import next_profile_interval
 from sdpa_tui.engine.runner import Engine
 
+pytestmark = pytest.mark.torch_range
+
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
     # torch.profiler.profile sits in a reference cycle holding the whole Kineto result; the

@@ -13,6 +13,8 @@ from sdpa_tui.core.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NO
 from sdpa_tui.core.watch_report import backend_label
 from sdpa_tui.core.workload import Workload
 
+pytestmark = pytest.mark.torch_range
+
 MATH_US = [100.0, 101, 99, 100, 102, 98]  # MADE-UP lab samples for the pure verdict
 
 

@@ -12,6 +12,8 @@ from sdpa_tui.core.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.exports.comparison import backend_dict
 
+pytestmark = pytest.mark.torch_range
+
 
 def test_fwd_bwd_reports_each_gradients_error_and_fwd_reports_none():
     pytest.importorskip("torch")

@@ -22,6 +22,8 @@ from sdpa_tui.core.watch_lab import lab_workload
 from sdpa_tui.core.watch_report import build_report
 from sdpa_tui.core.watched_calls import CallStats, ProcessState
 
+pytestmark = pytest.mark.torch_range
+
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

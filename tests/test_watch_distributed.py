@@ -12,6 +12,8 @@ import sys
 import pytest
 from test_watch_cpu import PROGRAMS, watch
 
+pytestmark = pytest.mark.torch_range
+
 pytest.importorskip("torch.distributed")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone")
 

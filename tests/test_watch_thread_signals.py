@@ -14,7 +14,7 @@ from waiting import wait_until
 from sdpa_tui.watch.probe import Probe
 from sdpa_tui.watch.thread_signals import leave_signals_to_the_program
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"), pytest.mark.torch_range]
 
 
 def blocked_in(native_id: int) -> set[int]:
