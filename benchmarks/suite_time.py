@@ -62,7 +62,8 @@ def test_times(junit_xml: Path) -> list[dict]:
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
         path = case.get("classname", "").split(".")
         module = next((i for i, part in enumerate(path) if part.startswith("test_")), len(path) - 1)
-        tests.append({"file": "/".join(path[:module + 1]) + ".py", "test": case.get("name", ""),
+        name = case.get("name", "").split("@", 1)[0]  # pytest-xdist's loadgroup appends @group
+        tests.append({"file": "/".join(path[:module + 1]) + ".py", "test": name,
                       "outcome": outcome, "seconds": float(case.get("time", 0.0))})
     return tests
 
@@ -113,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'seconds':>8}  slowest tests")
     for test in slowest:
         print(f"{test['seconds']:8.1f}  {test['file']}::{test['test']}")
+    for test in tests:
+        if test["outcome"] in ("failure", "error"):
+            print(f"{test['outcome']}: {test['file']}::{test['test']}")
     result = {
         **run_header(started, argv, "cpu"),
         "machine": machine(),
@@ -127,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_after": load_average(),
         "files": files,
         "slowest_tests": [{**t, "seconds": round(t["seconds"], 2)} for t in slowest],
+        "failed": [f"{t['file']}::{t['test']}" for t in tests if t["outcome"] in ("failure", "error")],
     }
     write_result(result, args.json, f"suite-time-cpu-{started:%Y-%m-%d}.json")
     return 0 if proc.returncode == 0 else 1
