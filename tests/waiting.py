@@ -15,13 +15,9 @@ def wait_until(condition: Callable[[], T | None], timeout: float, what: str, eve
     """Poll ``condition`` until it returns something other than None or False, and return that; past ``timeout``
     seconds, fail with ``what``."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+    while (value := _held(condition, deadline, timeout, what)) is None:
         time.sleep(every)
+    return value
 
 
 async def wait_until_async(condition: Callable[[], T | None], timeout: float, what: str,
@@ -29,10 +25,16 @@ async def wait_until_async(condition: Callable[[], T | None], timeout: float, wh
     """``wait_until`` inside an event loop: ``pause(every)`` between polls lets the loop run (a Textual pilot's
     ``pilot.pause``, or ``asyncio.sleep``)."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+    while (value := _held(condition, deadline, timeout, what)) is None:
         await pause(every)
+    return value
+
+
+def _held(condition: Callable[[], T | None], deadline: float, timeout: float, what: str) -> T | None:
+    """What ``condition`` returned if it holds, else None; past ``deadline``, an AssertionError naming ``what``."""
+    value = condition()
+    if value is not None and value is not False:
+        return value
+    if time.monotonic() > deadline:
+        raise AssertionError(f"not within {timeout:.0f} s: {what}")
+    return None
