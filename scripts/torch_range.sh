@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The CPU test suite against another torch, in a venv of its own (about 5 GB: torch's CUDA wheels from PyPI;
-# 1.5 minutes to install on the 2-core development VM, 2026-11-26):
+# The tests that run torch itself (marker torch_range: the engine, watch's probe, the profiler, dispatch, autograd,
+# compile, FlexAttention) against another torch, in a venv of its own. torch comes from PyTorch's CPU wheel index
+# (about 200 MB a build; CI has no GPU), or from TORCH_INDEX (PyPI's https://pypi.org/simple gives the CUDA builds,
+# about 5 GB):
 #   bash scripts/torch_range.sh floor             # the oldest torch pyproject.toml allows (CI, after the README's
 #                                                 # test command)
-#   bash scripts/torch_range.sh newest            # the newest torch on PyPI (CI too): a
+#   bash scripts/torch_range.sh newest            # the newest torch on the index (CI too): a
 #                                                 # pip constraints file that caps torch is set aside for this venv
 #   bash scripts/torch_range.sh 2.11.0            # a given release
-#   bash scripts/torch_range.sh 2.11.0 tests/test_watch_cpu.py   # some tests only
+#   bash scripts/torch_range.sh 2.11.0 tests/test_watch_cpu.py   # other tests than the marker's: pytest's arguments
+#   bash scripts/torch_range.sh 2.11.0 tests                     # the whole suite
 # The venv goes to ${VENV:-/tmp/sdpa-tui-torch-VERSION} and is kept for the next run; the project is installed
 # into it editable from here.
 set -euo pipefail
@@ -21,16 +24,18 @@ print(floor + ".0" * (2 - floor.count(".")))')
   echo "torch_range: the floor pyproject.toml allows is torch $version"
 fi
 venv=${VENV:-/tmp/sdpa-tui-torch-$version}
+index=${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if [ "$version" = newest ]; then
-  # the newest release PyPI has, whatever a machine-wide pip constraints file caps torch at (PIP_CONSTRAINT
+  # the newest release the index has, whatever a machine-wide pip constraints file caps torch at (PIP_CONSTRAINT
   # replaces that file's setting for these two installs only)
   export PIP_CONSTRAINT=/dev/null
-  "$venv/bin/pip" install -q --upgrade torch
+  "$venv/bin/pip" install -q --upgrade --index-url "$index" torch
 else
-  "$venv/bin/pip" install -q "torch==$version"
+  "$venv/bin/pip" install -q --index-url "$index" "torch==$version"
 fi
 "$venv/bin/pip" install -q -e '.[test]'
 rm -rf build sdpa_tui.egg-info
 "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
+[ $# -gt 0 ] || set -- -m torch_range
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"

@@ -1,6 +1,7 @@
 """Shared test setup: the ``cuda`` marker skips a test where no CUDA GPU is visible; the
 ``browser`` marker skips one where Debian's chromium or the playwright package is missing; Ctrl-C reaches the
-programs the tests start as it does from a terminal."""
+programs the tests start as it does from a terminal; pytest-xdist's groups keep a module on one worker and the GPU
+tests on one."""
 
 from __future__ import annotations
 
@@ -30,10 +31,14 @@ else:
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> tuple[bool, str]:
-    """Whether torch sees a CUDA GPU, asked in a child process.
-
-    The test process itself never imports torch: tests may check that the UI side does not.
-    """
+    """Whether torch sees a CUDA GPU: asked of the torch a test module imported already, else in a child process
+    (importing torch costs seconds: a run of UI tests alone need not pay it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if torch.cuda.is_available():
+            return True, ""
+        return False, "needs a CUDA GPU: " + ("no CUDA GPU is visible" if torch.version.cuda
+                                              else "this torch build has no CUDA")
     try:
         proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -54,7 +59,12 @@ def browser_missing() -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # pytest-xdist's workers (addopts: -n 2 --dist loadgroup) take a module whole, so its module-scoped fixtures
+        # (an engine, a watched run) run once; the cuda tests all go to one worker, so one GPU test runs at a time
+        item.add_marker(pytest.mark.xdist_group("cuda" if item.get_closest_marker("cuda") else item.nodeid.split("::", 1)[0]))
     browser_items = [item for item in items if item.get_closest_marker("browser")]
     why_not = browser_missing() if browser_items else None
     for item in browser_items if why_not else ():

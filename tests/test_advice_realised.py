@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from advice_apply import apply_top_advice
 from test_watch_cpu import PROGRAMS, watch
+
+pytestmark = pytest.mark.torch_range
 
 
 def test_the_top_advice_applied_runs_what_was_advised_and_saves_time(tmp_path):

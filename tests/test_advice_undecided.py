@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from test_watch_advice import lab
 
 from sdpa_tui.core.backends import Backend
@@ -13,6 +14,8 @@ from sdpa_tui.core.calls.advice import advise, undecided_backends
 from sdpa_tui.core.protocol.records import Sample
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.host.headless import measure_series
+
+pytestmark = pytest.mark.torch_range
 
 # Flash 2.5x faster by the medians; two of its five samples slowed by a neighbour reach into MATH's spread
 SLOWED_FLASH = [40.0, 41, 39, 95, 110]

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from sdpa_tui import cli
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
@@ -223,19 +224,27 @@ def test_sweep_help_says_its_seq_is_required(capsys):
     assert "--seq LIST|A:B required: the query lengths" in out
 
 
-
 def test_ctrl_c_in_report_is_one_line_and_exit_130(tmp_path):
     """It printed a 35-line traceback: one line now, the engine process ended with it."""
     import signal
-    import time
+
+    from test_lifecycle import alive, engine_of
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen([sys.executable, "-m", "sdpa_tui", "report", "--device", "cpu", "--duration", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(root)})
-    time.sleep(4.0)  # the engine is starting or measuring
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        # the engine is starting or measuring
+        started = wait_until(lambda: engine_of(proc.pid), 60, "report's engine process")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1] == "sdpa-tui: interrupted; nothing is reported" and "Traceback" not in err, err
+    wait_until(lambda: not alive(started), 10, f"the engine process {started} gone with report")
+

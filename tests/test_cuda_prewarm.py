@@ -11,6 +11,8 @@ import pytest
 from sdpa_tui.engine.child import cuda_prewarm
 from sdpa_tui.engine.child.cuda_prewarm import Prewarm, gpu_ordinal, library_files, read_ahead
 
+pytestmark = pytest.mark.torch_range
+
 
 @pytest.mark.parametrize("request_,ordinal", [("auto", 0), ("cuda", 0), ("cuda:3", 3), ("cpu", None), ("cuda:x", None)])
 def test_the_gpu_an_engine_will_use(request_: str, ordinal: int | None) -> None:

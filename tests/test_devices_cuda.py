@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from waiting import wait_until_async
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,17 +59,22 @@ async def test_live_side_by_side_measures_every_gpu() -> None:
     devices = tuple(range(count))
     app = make_app(Workload(), ALL_BACKENDS, devices=devices)
     async with app.run_test(size=(120, 40)):
-        sessions: dict = {}
-        for _ in range(720):  # up to 3 minutes: every engine imports torch and warms up
+        def every_gpu_measured() -> dict | None:
             sessions = {**app.controller.sessions_by_gpu, app.lab_gpus.watched_gpu: app.session}
-            if app.host_gpus and all(i in sessions and sessions[i].dispatch for i in devices):
-                break
-            await asyncio.sleep(0.25)
+            return sessions if app.host_gpus and all(i in sessions and sessions[i].dispatch for i in devices) else None
+
+        sessions = await wait_until_async(every_gpu_measured, 180, "a dispatch from every GPU's engine (each imports "
+                                          "torch and warms up)", asyncio.sleep, every=0.25)
         assert app.host_gpus is not None and app.host_gpus.count == count
         assert all(sessions[i].dispatch is not None for i in devices)
         assert set(app.lab_gpus.measuring_gpus) == set(devices)
-        await asyncio.sleep(3.0)  # the poller learns our engines' pids every 2 s
-        pids = set(app.engine.engine_pids)
+
+        def read_knowing_our_pids() -> frozenset[int] | None:  # the poller learns our engines' pids every 2 s
+            pids = app.engine.engine_pids
+            return pids if all(pids <= app.host_gpus.get(i).own_pids for i in devices) else None
+
+        pids = await wait_until_async(read_knowing_our_pids, 30, "a GPU reading that knows our engines' pids",
+                                      asyncio.sleep, every=0.25)
         for i in devices:
             gpu = app.host_gpus.get(i)
             if gpu.processes is not None:  # our engines are never "other processes"

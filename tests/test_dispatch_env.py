@@ -21,6 +21,8 @@ from sdpa_tui.core.dispatch_environment import (
 )
 from sdpa_tui.core.protocol.records import Environment
 
+pytestmark = pytest.mark.torch_range
+
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = """\
 7f1a00000000-7f1a00020000 r--p 00000000 08:01 1234   /venv/site-packages/nvidia/cudnn/lib/libcudnn.so.9
@@ -145,8 +147,8 @@ def test_the_exporter_has_an_info_metric_of_it():
 def test_watch_reads_it_in_the_watched_process_at_start_and_says_what_the_program_changed(tmp_path):
     out = tmp_path / "calls.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCH_CUDNN_SDPA_DEPRIORITIZED": "1"}
-    proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "watch", "--report", str(out), "--", sys.executable,
-                           str(ROOT / "tests" / "watch_programs" / "flags_changed.py")],
+    proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "watch", "--report", str(out), "--no-advice", "--",
+                           sys.executable, str(ROOT / "tests" / "watch_programs" / "flags_changed.py")],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=240, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())

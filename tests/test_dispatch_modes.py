@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sdpa_tui.core.backends import ALL_BACKENDS, Backend
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.host.headless import measure
+
+pytestmark = pytest.mark.torch_range
 
 TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
 

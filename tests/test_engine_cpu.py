@@ -32,6 +32,8 @@ from sdpa_tui.engine.host.headless import EngineFailed, measure
 from sdpa_tui.engine.record_pipe import Channel, ChannelClosed
 from sdpa_tui.exports.lab.report_tables import dispatch_line
 
+pytestmark = pytest.mark.torch_range
+
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE_S = 120.0  # a bound against hangs on a loaded machine, not a performance claim
 

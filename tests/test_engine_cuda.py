@@ -20,7 +20,7 @@ from sdpa_tui.core.traces.trace import GPU_CATEGORIES
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.host.headless import measure
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, pytest.mark.torch_range]
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE_S = 300.0

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from sdpa_tui.engine.measuring.environment import make_current
+
+pytestmark = pytest.mark.torch_range
 
 
 def test_an_indexed_gpu_is_made_current_and_bare_cuda_or_the_cpu_left_alone(monkeypatch) -> None:

@@ -18,6 +18,8 @@ from sdpa_tui.engine.measuring import clocks
 from sdpa_tui.engine.measuring.cpu_threads import timing_threads
 from sdpa_tui.engine.profiler.profiler_client import ProfilerClient
 
+pytestmark = pytest.mark.torch_range
+
 SMALL = Workload(batch=1, heads=1, kv_heads=1, seq=32, kv_seq=32, head_dim=16, dtype="fp32")
 BOTH = (Backend.FLASH, Backend.MATH)
 

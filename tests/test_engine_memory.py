@@ -23,6 +23,8 @@ from sdpa_tui.engine.measuring import quality
 from sdpa_tui.engine.profiler import profiler_guard, profiling
 from sdpa_tui.engine.profiler.profiler_client import ProfilerClient
 
+pytestmark = pytest.mark.torch_range
+
 
 def test_a_burst_leaves_no_profiler_for_the_collector_to_find():
     # torch.profiler.profile sits in a reference cycle holding the whole Kineto result; the
@@ -67,11 +69,21 @@ def test_without_a_maximum_bursts_keep_their_interval():
 # ------------------------------------------------------------------ replacing a grown engine
 
 
+@pytest.fixture(scope="module")
+def profiler_process() -> Iterator[ProfilerClient]:
+    """A real profiler process for the bursts of the module's engines: one, as an engine keeps one while bursts come
+    (each start imports torch: seconds)."""
+    client = ProfilerClient("cpu")
+    try:
+        yield client
+    finally:
+        client.close()
+
+
 @pytest.fixture
-def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine, Recorder]]]:
-    """Makes an engine in this process whose RSS reads as ``rss_readings``, one per look, with a
-    real profiler process for its bursts (stopped on the way out)."""
-    made: list[Engine] = []
+def engine_on_cpu(monkeypatch, profiler_process) -> Callable[[list[float]], tuple[Engine, Recorder]]:
+    """Makes an engine in this process whose RSS reads as ``rss_readings``, one per look, with the module's
+    profiler process for its bursts."""
 
     def make(rss_readings: "list[float] | Callable[[], float]") -> tuple[Engine, Recorder]:
         readings = iter(rss_readings) if isinstance(rss_readings, list) else None
@@ -81,13 +93,10 @@ def engine_on_cpu(monkeypatch) -> Iterator[Callable[[list[float]], tuple[Engine,
         monkeypatch.setattr(quality, "matmul_peak_tflops", lambda dtype, device: (1.0, "not measured here"))
         channel = Recorder()
         engine = Engine(channel, "cpu", NoOutput())
-        engine.profiler = ProfilerClient("cpu")
-        made.append(engine)
+        engine.profiler = profiler_process
         return engine, channel
 
-    yield make
-    for engine in made:
-        engine.profiler.close()
+    return make
 
 
 def measure(engine: Engine, config: Configure, slices: int) -> None:

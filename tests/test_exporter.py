@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from real_data import session_from_report
+from waiting import wait_until_async
 
 from sdpa_tui.cli import main
 from sdpa_tui.core.lab.session import Session
@@ -196,8 +197,10 @@ async def test_live_monitor_publishes_its_session(tmp_path):
     with _served(app.metrics) as url:
         async with app.run_test(size=(120, 40)) as pilot:
             engine.feed_live(app)
-            await pilot.pause(1.5)  # the app publishes once a second
-            families = scrape(url)
+            # the app publishes once a second
+            families = await wait_until_async(
+                lambda: next((f for f in [scrape(url)] if f.get("sdpa_tui_eager_seconds")), None), 10,
+                "the live session on /metrics", pilot.pause)
     eager = families["sdpa_tui_eager_seconds"]
     assert {s.labels["backend"] for s in eager} == {"CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"}
     assert value(families["sdpa_tui_dispatch_choice"], device="cuda:0", backend="CUDNN_ATTENTION") == 1

@@ -21,6 +21,8 @@ from sdpa_tui.core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDI
 from sdpa_tui.core.calls.watch_report import backend_label
 from sdpa_tui.core.workload import Workload
 
+pytestmark = pytest.mark.torch_range
+
 MATH_US = [100.0, 101, 99, 100, 102, 98]  # MADE-UP lab samples for the pure verdict
 
 

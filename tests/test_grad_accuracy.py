@@ -12,6 +12,8 @@ from sdpa_tui.core.protocol.records import Accuracy, BackendStatus
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.exports.lab.report_data import backend_dict
 
+pytestmark = pytest.mark.torch_range
+
 
 def test_fwd_bwd_reports_each_gradients_error_and_fwd_reports_none():
     pytest.importorskip("torch")

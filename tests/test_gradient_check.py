@@ -14,6 +14,8 @@ from test_watch_cpu import ENV, ROOT, watch
 
 from sdpa_tui.watch.probe.checks import gradient_reference, output_check
 
+pytestmark = pytest.mark.torch_range
+
 PROGRAM = {
     "clean": "q = torch.randn(2, 4, 32, 16, requires_grad=True); k = torch.randn(2, 4, 32, 16, requires_grad=True)\n"
              "v = torch.randn(2, 4, 32, 16, requires_grad=True)\n"

@@ -13,7 +13,7 @@ import pytest
 import torch
 from test_watch_cpu import ENV, PROGRAMS, ROOT, plain, watch
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, pytest.mark.torch_range]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 

@@ -32,12 +32,10 @@ import subprocess
 import sys
 import termios
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
+from waiting import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 ARGS = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "64", "--head-dim", "32"]
@@ -51,7 +49,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal for the app)"),
 ]
 
-T = TypeVar("T")
 _sessions = itertools.count()
 
 
@@ -102,20 +99,8 @@ def engine_of(ui_pid: int) -> int | None:
     return engines[0] if len(engines) == 1 else None
 
 
-def wait_for(condition: Callable[[], T | None], timeout: float, what: str, every: float = 0.1) -> T:
-    """Poll ``condition`` until it returns something other than None or False; return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value is not None and value is not False:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(every)
-
-
 def assert_all_gone(pids: set[int], what: str) -> None:
-    wait_for(lambda: not any(alive(p) for p in pids), GONE_TIMEOUT_S,
+    wait_until(lambda: not any(alive(p) for p in pids), GONE_TIMEOUT_S,
              f"{what}: still running: " + ", ".join(f"{p} {cmdline(p)[:80]!r}" for p in pids if alive(p)))
 
 
@@ -187,10 +172,10 @@ class TmuxApp:
     def wait_live(self) -> int:
         """Wait for live numbers; return the engine's pid."""
         try:
-            wait_for(lambda: LIVE.search(self.screen()), LIVE_TIMEOUT_S, "live numbers on the screen", every=0.2)
+            wait_until(lambda: LIVE.search(self.screen()), LIVE_TIMEOUT_S, "live numbers on the screen", every=0.2)
         except AssertionError:
             raise AssertionError("no live numbers; the screen:\n" + self.screen()) from None
-        return wait_for(self.engine, 5.0, "one engine process under the UI")
+        return wait_until(self.engine, 5.0, "one engine process under the UI")
 
     def send(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", self.target, *keys)
@@ -211,7 +196,7 @@ class TmuxApp:
                 return ("signal", int(sig))
             return None
 
-        how, value = wait_for(ended, GONE_TIMEOUT_S, "the UI's exit status")
+        how, value = wait_until(ended, GONE_TIMEOUT_S, "the UI's exit status")
         assert how == "status", f"the UI did not exit: it was killed by signal {value}"
         return value
 
@@ -244,7 +229,7 @@ def test_a_signal_ends_the_app_cleanly_and_stops_the_engine(app: TmuxApp, sig: s
     # has none), the terminal given back (alternate screen left), then the goodbye line
     assert app.exit_status() == 128 + sig
     goodbye = f"{sig.name} received: engine stopped".encode()
-    output = wait_for(lambda: next((o for o in [app.terminal_output()] if goodbye in o), None),
+    output = wait_until(lambda: next((o for o in [app.terminal_output()] if goodbye in o), None),
                       GONE_TIMEOUT_S, "the goodbye line in the terminal")
     assert output.rfind(b"\x1b[?1049l") < output.rfind(goodbye), "the alternate screen was not left"
 
@@ -270,11 +255,11 @@ def test_quit_keys_stop_everything_with_status_0(app: TmuxApp, key: str) -> None
 def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
     first = app.wait_live()
     os.kill(first, signal.SIGKILL)
-    died = wait_for(lambda: next((s for s in [app.screen()] if "engine died" in s), None),
+    died = wait_until(lambda: next((s for s in [app.screen()] if "engine died" in s), None),
                     GONE_TIMEOUT_S, "'engine died' on the screen")
     assert alive(app.ui_pid)
     assert LIVE.search(died), "the numbers measured before the crash were dropped:\n" + died
-    second = wait_for(lambda: next((e for e in [app.engine()] if e and e != first), None),
+    second = wait_until(lambda: next((e for e in [app.engine()] if e and e != first), None),
                       RESTART_TIMEOUT_S, "a new engine process")
 
     def live_again() -> bool:  # the header and status line no longer speak of the death
@@ -283,7 +268,7 @@ def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
                     and "died" not in screen and "restarting" not in screen)
 
     try:
-        wait_for(live_again, RESTART_TIMEOUT_S, "live again after the restart", every=0.2)
+        wait_until(live_again, RESTART_TIMEOUT_S, "live again after the restart", every=0.2)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; the screen:\n{app.screen()}") from None
     assert alive(app.ui_pid) and alive(second)
@@ -295,13 +280,13 @@ def test_a_killed_engine_is_restarted_and_history_kept(app: TmuxApp) -> None:
 
 def test_the_profiler_process_goes_with_its_engine_and_q_leaves_none(app: TmuxApp) -> None:
     engine = app.wait_live()
-    profiler = wait_for(lambda: next(iter(c for c in children(engine) if "profiler_process" in cmdline(c)), None),
+    profiler = wait_until(lambda: next(iter(c for c in children(engine) if "profiler_process" in cmdline(c)), None),
                         LIVE_TIMEOUT_S, "the engine's profiler process (kernel capture)")
     os.kill(engine, signal.SIGKILL)
     assert_all_gone({profiler}, "the profiler process after its engine was killed (PR_SET_PDEATHSIG)")
-    second = wait_for(lambda: next((e for e in [app.engine()] if e and e != engine), None),
+    second = wait_until(lambda: next((e for e in [app.engine()] if e and e != engine), None),
                       RESTART_TIMEOUT_S, "a new engine process")
-    wait_for(lambda: next(iter(c for c in children(second) if "profiler_process" in cmdline(c)), None),
+    wait_until(lambda: next(iter(c for c in children(second) if "profiler_process" in cmdline(c)), None),
              LIVE_TIMEOUT_S, "the new engine's profiler process")
     tree = app.tree()
     app.send("q")
@@ -349,9 +334,9 @@ def test_a_terminal_that_goes_away_without_a_signal_ends_the_app(tmp_path: Path)
     ansi = re.compile(r"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
     seen = {proc.pid}
     try:
-        wait_for(lambda: LIVE.search(ansi.sub("", output.decode("utf-8", "replace"))),
+        wait_until(lambda: LIVE.search(ansi.sub("", output.decode("utf-8", "replace"))),
                  LIVE_TIMEOUT_S, "live numbers in the app's output", every=0.2)
-        engine = wait_for(lambda: engine_of(proc.pid), 5.0, "one engine process under the UI")
+        engine = wait_until(lambda: engine_of(proc.pid), 5.0, "one engine process under the UI")
         tree = {proc.pid, *children(proc.pid)}
         seen |= tree
         os.close(master)

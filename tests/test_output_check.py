@@ -9,6 +9,8 @@ import torch.nn.functional as F
 from sdpa_tui.core.calls.watched_calls import OutputCheck
 from sdpa_tui.watch.probe.checks import output_check
 
+pytestmark = pytest.mark.torch_range
+
 
 def _inputs(heads=4, kv_heads=2, rows=24, keys=40, dim=8, seed=0):
     gen = torch.Generator().manual_seed(seed)

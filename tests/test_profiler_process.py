@@ -23,6 +23,8 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.profiler.profiler_client import ProfilerClient, ProfilerFailed
 from sdpa_tui.engine.profiler.profiler_process import FAULT_ENV
 
+pytestmark = pytest.mark.torch_range
+
 _TORCH = __import__("torch")
 KINETO_SAYS_START = not _TORCH.cuda.is_available() and tuple(map(int, _TORCH.__version__.split(".")[:2])) >= (2, 13)
 """Kineto writes a ``profiler_start`` line to fd 2 on a machine without a GPU from torch 2.13 on (2.13.0+cpu and

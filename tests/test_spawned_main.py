@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.torch_range
+
 REPO = Path(__file__).resolve().parent.parent
 
 CONSOLE_SCRIPT = '''

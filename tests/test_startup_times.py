@@ -16,6 +16,8 @@ from sdpa_tui.engine.child.startup_times import PHASES, StartupClock
 from sdpa_tui.engine.host.client import EngineClient
 from sdpa_tui.exports.lab.report_data import report_dict
 
+pytestmark = pytest.mark.torch_range
+
 DEADLINE_S = 120.0  # a bound against hangs on a loaded machine, not a performance claim
 TINY = Workload(batch=1, heads=2, kv_heads=2, seq=64, kv_seq=64, head_dim=32, dtype="fp32")
 UP_TO_FIRST_SAMPLE = ("interpreter", "import_torch", "cuda_init", "ready", "configure", "inputs", "dispatch",

@@ -541,6 +541,7 @@ def run_sweep(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.torch_range
 def test_sweep_on_the_cpu_through_the_engine(tmp_path):
     """One engine process for two lengths; table on stdout, files written, exit code 0."""
     paths = {kind: tmp_path / f"sweep.{kind}" for kind in ("json", "csv", "md")}

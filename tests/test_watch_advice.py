@@ -17,6 +17,8 @@ from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample
 from sdpa_tui.core.workload import Workload
 
+pytestmark = pytest.mark.torch_range
+
 
 def lab(eager_us: dict[Backend, list[float]]) -> Session:
     """A lab session of a CPU workload: these backends ran, with these eager samples."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.torch_range
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SCRIPT = "./tests/watch_programs/as_python.py"  # python joins it to the working directory as it is, ./ kept

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from sdpa_tui.watch.probe.explain import choice
+
+pytestmark = pytest.mark.torch_range
 
 # What ``can_use_cudnn_attention(params, debug=True)`` wrote to fd 2 in a torchrun rank on an H200 (2026-11-26,
 # torch 2.11): once torch.distributed is initialised, c10 puts "[rankN]:" before its own log prefix.

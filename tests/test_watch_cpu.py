@@ -14,11 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+from test_lifecycle import alive
+from waiting import wait_until
 
 from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.watch_lab import lab_workload
 from sdpa_tui.core.calls.watch_report import build_report
 from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
+
+pytestmark = pytest.mark.torch_range
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -47,8 +51,20 @@ def plain(*program: str) -> str:
                           check=True).stdout
 
 
-def test_shapes_report_names_backend_and_reasons(tmp_path):
-    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "shapes.py"))
+@pytest.fixture(scope="module")
+def shapes_watched(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """shapes.py run once under ``watch --report`` for the tests that read its report or its output."""
+    return watch(tmp_path_factory.mktemp("shapes"), sys.executable, str(PROGRAMS / "shapes.py"))
+
+
+@pytest.fixture(scope="module")
+def shapes_output() -> str:
+    """What shapes.py prints run plainly, without watch."""
+    return plain(sys.executable, str(PROGRAMS / "shapes.py"))
+
+
+def test_shapes_report_names_backend_and_reasons(shapes_watched):
+    proc, report = shapes_watched
     assert proc.returncode == 0, proc.stderr
     assert report["schema_version"] == 2 and report["exit_code"] == 0
     calls = report["calls"]
@@ -72,10 +88,9 @@ def test_shapes_report_names_backend_and_reasons(tmp_path):
     assert len(by) == 5
 
 
-def test_outputs_bitwise_identical_with_and_without_watch(tmp_path):
-    program = (sys.executable, str(PROGRAMS / "shapes.py"))
-    proc, _ = watch(tmp_path, *program)
-    assert proc.stdout.splitlines()[0] == plain(*program).strip()
+def test_outputs_bitwise_identical_with_and_without_watch(shapes_watched, shapes_output):
+    proc, _ = shapes_watched
+    assert proc.stdout.splitlines()[0] == shapes_output.strip()
 
 
 def test_transformers_llama_and_gpt2_watched_bitwise_identical(tmp_path):
@@ -140,19 +155,16 @@ def lines_until(stream, done, timeout_s: float = 120.0) -> list[str]:
 def test_sigint_stops_program_and_its_children(tmp_path):
     report = tmp_path / "calls.json"
     parent = subprocess.Popen(
-        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--", sys.executable,
+        [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(report), "--no-advice", "--", sys.executable,
          str(PROGRAMS / "sleeper.py")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
     )
     seen = lines_until(parent.stdout, lambda line: line.strip() == "ready")
     child_pid = next((int(line.split()[1]) for line in seen if line.startswith("child ")), None)
-    time.sleep(1)
     parent.send_signal(signal.SIGINT)
     parent.wait(60)
     assert child_pid is not None
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):
-        os.kill(child_pid, 0)
+    wait_until(lambda: not alive(child_pid), 10, f"the program's child {child_pid} gone")
     data = json.loads(report.read_text())
     assert data["calls"][0]["count"] == 1 and "stopped by Ctrl+C" in data["notes"]
 
@@ -432,7 +444,9 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     assert out[0] == plain(*program).strip(), "counting the fast path changes nothing the program computes"
-    assert max(len(line) for line in out[1:]) <= 80, proc.stdout
+    # the last line names the report's file as given: its length is the path's (pytest-xdist's tmp_path is longer)
+    assert out[-1] == f"wrote {tmp_path / 'calls.json'}", out[-1]
+    assert max(len(line) for line in out[1:-1]) <= 80, proc.stdout
     llama = next(c for c in report["calls"] if c["mask"]["kind"] == "bool")
     sites = {s["site"].rsplit(":", 1)[1]: s["count"] for s in llama["sites"]}
     assert sites == {"22": 6, "24": 10} and llama["count"] == 16 and not llama["sites_sampled"]  # 2 layers a call
@@ -446,7 +460,7 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     assert len(rows) == 2 and rows[0].startswith("1  two_sites.py:24,22  ") and rows[0].endswith("%")
 
 
-def test_format_json_prints_the_report_alone_on_stdout(tmp_path):
+def test_format_json_prints_the_report_alone_on_stdout(shapes_output):
     proc = subprocess.run(
         [sys.executable, "-m", "sdpa_tui", "watch", "--format", "json", "--no-advice", "--", sys.executable,
          str(PROGRAMS / "shapes.py")], capture_output=True, text=True, timeout=240, cwd=ROOT, env=ENV,
@@ -454,7 +468,7 @@ def test_format_json_prints_the_report_alone_on_stdout(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # the program's own line went to stderr
     assert len(report["calls"]) == 5 and report["exit_code"] == 0
-    assert proc.stderr.splitlines()[0] == plain(sys.executable, str(PROGRAMS / "shapes.py")).strip()
+    assert proc.stderr.splitlines()[0] == shapes_output.strip()
 
 
 SCRIPTED_UNDER_WATCH = """

@@ -11,7 +11,7 @@ from test_watch_cpu import PROGRAMS, plain, watch
 
 from sdpa_tui.core.traces.kernel_names import ATTENTION_FAMILIES, identify
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, pytest.mark.torch_range]
 
 _FAMILY_BACKEND = {"cuDNN": "CUDNN_ATTENTION", "FlashAttention": "FLASH_ATTENTION",
                    "CUTLASS memory-efficient": "EFFICIENT_ATTENTION"}

@@ -12,6 +12,8 @@ import sys
 import pytest
 from test_watch_cpu import PROGRAMS, watch
 
+pytestmark = pytest.mark.torch_range
+
 pytest.importorskip("torch.distributed")
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone")
 
@@ -129,7 +131,7 @@ def test_metrics_of_a_running_job_for_prometheus(tmp_path):
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "sdpa_tui", "watch", "--report", str(tmp_path / "calls.json"), "--metrics-port", "0",
-         "--", sys.executable, str(PROGRAMS / "steady.py"), "6"],
+         "--no-advice", "--", sys.executable, str(PROGRAMS / "steady.py"), "6"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**ENV, "OMP_NUM_THREADS": "1"}, cwd=ROOT,
         stdin=subprocess.DEVNULL)
     try:

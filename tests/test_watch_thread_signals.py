@@ -6,15 +6,15 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from sdpa_tui.watch.probe.slow_path import Probe
 from sdpa_tui.watch.probe.thread_signals import leave_signals_to_the_program
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"), pytest.mark.torch_range]
 
 
 def blocked_in(native_id: int) -> set[int]:
@@ -43,12 +43,11 @@ def test_the_probes_thread_blocks_sigterm_and_sigint() -> None:
     probe = Probe(None, kernel_bursts=False)
     probe._ensure_thread()
     try:
-        deadline = time.monotonic() + 10
-        while probe._thread is not None and probe._thread.native_id is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert probe._thread is not None and probe._thread.native_id is not None
-        time.sleep(0.2)  # the thread's first line has run
-        assert {signal.SIGTERM, signal.SIGINT} <= blocked_in(probe._thread.native_id)
+        thread = wait_until(lambda: probe._thread if probe._thread and probe._thread.native_id else None, 10,
+                            "the probe's thread running")
+        # its first line blocks them
+        wait_until(lambda: {signal.SIGTERM, signal.SIGINT} <= blocked_in(thread.native_id), 10,
+                   "SIGTERM and SIGINT blocked in the probe's thread")
     finally:
         probe._stop.set()
         probe.bursts.stopped.set()

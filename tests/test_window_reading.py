@@ -6,10 +6,14 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.watched_calls import CallStats, Captures
 from sdpa_tui.core.traces.trace import load_trace
 from sdpa_tui.core.traces.window_reading import from_json, main, read_window, to_json
+
+pytestmark = pytest.mark.torch_range
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h100-torch2.11"
 EFFICIENT = TRACES / "watch-window-efficient-16calls.json.gz"  # q[1,8,1024,256] bf16 under sdpa_kernel([EFFICIENT, MATH])
