@@ -61,8 +61,9 @@ def test_a_compiled_rows_json_gives_its_masks_strides_in_the_graph():
     """The strides the graph's mask had, with the 0 that keeps fused backends out (the BERT graph on the H100 got an
     expanded [8, 1, 512, 512] mask; these strides are MADE-UP of that kind); an eager row's mask has none."""
     row = _rows(_compiled(backend="MATH", decomposed=True, mask_strides=(512, 512, 1, 0)), _eager())
-    assert row[True].report_dict()["mask"] == {"kind": "bool", "shape": [8, 1, 512, 512], "strides": [512, 512, 1, 0]}
-    assert row[False].report_dict()["mask"] == {"kind": "none", "shape": None}
+    assert row[True].report_dict()["mask"] == {"kind": "bool", "shape": [8, 1, 512, 512], "strides": [512, 512, 1, 0],
+                                           "form": None}
+    assert row[False].report_dict()["mask"] == {"kind": "none", "shape": None, "form": None}
 
 
 def test_a_profiled_graph_backend_gets_the_measured_difference_per_call():

@@ -229,14 +229,14 @@ def test_what_the_dispatch_probe_loads_for_a_new_dtype_is_a_first_use_too(engine
     # probe, before any backend is set up, ran the first bf16 SDPA call.
     rss = {"mib": 1000.0}
     engine, _ = engine_on_cpu(lambda: rss["mib"])
-    choose = measuring_loop.dispatch.choose
+    choose = measuring_loop.eligibility.choose
 
     def loading_choose(inputs, *args, **kwargs):
         if inputs.q.dtype == torch.bfloat16:
             rss["mib"] = 1300.0
         return choose(inputs, *args, **kwargs)
 
-    monkeypatch.setattr(measuring_loop.dispatch, "choose", loading_choose)
+    monkeypatch.setattr(measuring_loop.eligibility, "choose", loading_choose)
     measure(engine, Configure(1, SMALL, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=64.0), 10)
     measure(engine, Configure(2, replace(SMALL, dtype="bf16"), (Backend.MATH,), profile_every_s=0.0,
                               recycle_growth_mib=64.0), 10)

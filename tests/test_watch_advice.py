@@ -82,10 +82,11 @@ def test_watch_advises_the_faster_kernel_for_a_call_kept_on_math_on_the_cpu(tmp_
     assert {a["backend"] for a in call["alternatives"]} >= {"MATH", "FLASH_ATTENTION"}
     eager = {a["backend"]: a["eager_us"] for a in call["alternatives"]}
     assert eager["FLASH_ATTENTION"] < eager["MATH"]
-    # Flash or FlexAttention, whichever this machine ran faster (29.9 against 16.7 ms on the development VM; a CI
-    # machine had FlexAttention first, 2026-11-26)
-    best = min(("FLASH_ATTENTION", "FLEX_ATTENTION"), key=eager.__getitem__)
-    assert call["best"]["backend"] == best, call["advice"]
+    # Flash or FlexAttention: they run within each other's noise on a CPU (a CI machine had FlexAttention first,
+    # 2026-11-26; the suite's other pytest worker made them trade places, 2026-11-27); either beats MATH
+    best = call["best"]["backend"]
+    assert best in ("FLASH_ATTENTION", "FLEX_ATTENTION"), call["advice"]
+    assert eager[best] < eager["MATH"]
     assert call["saving_us_per_call"] > 0
     assert ("SDPBackend.FLASH_ATTENTION" in call["best"]["code"]) == (best == "FLASH_ATTENTION")
     assert call["advice"]["measured_as"].startswith("[1, 4, 1024, 64] fp32")
