@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The tests that run torch itself (marker torch_range: the engine, watch's probe, the profiler, dispatch, autograd,
-# compile, FlexAttention) against another torch, in a venv of its own. torch comes from PyTorch's CPU wheel index
-# (about 200 MB a build; CI has no GPU), or from TORCH_INDEX (PyPI's https://pypi.org/simple gives the CUDA builds,
-# about 5 GB):
+# compile, FlexAttention) against another torch, in a venv of its own. torch comes from PyPI (a CUDA build, about
+# 5 GB: CI reaches PyPI and no other index), or from the index TORCH_INDEX names (PyTorch's CPU wheel index, for
+# one, about 200 MB a build, where a machine reaches it):
 #   bash scripts/torch_range.sh floor             # the oldest torch pyproject.toml allows (CI, after the README's
 #                                                 # test command)
 #   bash scripts/torch_range.sh newest            # the newest torch on the index (CI too): a
@@ -24,15 +24,15 @@ print(floor + ".0" * (2 - floor.count(".")))')
   echo "torch_range: the floor pyproject.toml allows is torch $version"
 fi
 venv=${VENV:-/tmp/sdpa-tui-torch-$version}
-index=${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+index=(${TORCH_INDEX:+--index-url "$TORCH_INDEX"})
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if [ "$version" = newest ]; then
   # the newest release the index has, whatever a machine-wide pip constraints file caps torch at (PIP_CONSTRAINT
   # replaces that file's setting for these two installs only)
   export PIP_CONSTRAINT=/dev/null
-  "$venv/bin/pip" install -q --upgrade --index-url "$index" torch
+  "$venv/bin/pip" install -q --upgrade "${index[@]}" torch
 else
-  "$venv/bin/pip" install -q --index-url "$index" "torch==$version"
+  "$venv/bin/pip" install -q "${index[@]}" "torch==$version"
 fi
 "$venv/bin/pip" install -q -e '.[test]'
 rm -rf build sdpa_tui.egg-info
