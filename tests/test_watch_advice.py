@@ -324,7 +324,10 @@ def test_the_alternatives_are_measured_within_a_budget_and_say_where_they_stand(
     note = report["advice"]["note"]
     assert "of a 2 s budget" in note and "the budget of 2 s ran out on cpu before" in note, note
     assert "(--advice-budget SECONDS gives more)" in note
-    steps = [line for line in proc.stderr.splitlines() if "measuring alternatives " in line]
+    said = proc.stderr.replace("\n    ", " ")  # a step's line wrapped at the width (80 on a pipe) is one step
+    steps = [line for line in said.splitlines() if "measuring alternatives " in line]
+    assert all(len(line) <= 80 for line in proc.stderr.splitlines() if line.startswith(("sdpa-tui", "    "))), \
+        proc.stderr
     assert steps and re.search(r"measuring alternatives 1/5, \d+ s left: .+$", steps[0]), steps
     assert len(steps) == len({re.sub(r", \d+ s left:", "", s) for s in steps}), "a line per step"
     assert "\r" not in proc.stderr, "no in-place redrawing on a pipe"
@@ -386,3 +389,21 @@ def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redra
     drawn = screen.getvalue().removeprefix("\r\x1b[K")
     assert len(drawn) == 79 and drawn.startswith("sdpa-tui watch: measuring alternatives 1/3, 5 s left: ") \
         and drawn.endswith("…")
+
+
+def test_on_a_pipe_a_step_wider_than_the_terminal_is_wrapped_not_cut(monkeypatch):
+    import os
+
+    from sdpa_tui.core.calls.advice import AdviceProgress
+    from sdpa_tui.watch.advice_progress import StderrProgress
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
+    piped = io.StringIO()
+    progress = StderrProgress(piped)
+    progress(AdviceProgress(1, 1, "rewrite pad_head_dim at [1, 8, 128, 24] fp32 kv heads 2, padding", 22.0))
+    progress.say("sdpa-tui watch: running the advice's code against 3 call(s) before it is offered")
+    lines = piped.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines) and lines[1].startswith("    "), lines
+    assert " ".join(line.strip() for line in lines[:2]) == ("sdpa-tui watch: measuring alternatives 1/1, 22 s left: "
+                                                            "rewrite pad_head_dim at [1, 8, 128, 24] fp32 kv heads 2, "
+                                                            "padding")

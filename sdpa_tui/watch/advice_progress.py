@@ -1,10 +1,12 @@
 """The alternatives' measuring, said on stderr while it runs: one line redrawn in place on a terminal, else one line
-per step (signature and what is measured there), so that a log holds each step once."""
+per step (signature and what is measured there), so that a log holds each step once; either within the terminal's
+width (``COLUMNS`` on a pipe, else 80), cut on a terminal, wrapped on a pipe."""
 
 from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
 import time
 from typing import TextIO
 
@@ -12,6 +14,13 @@ from ..core.calls.advice import AdviceProgress
 
 REDRAW_EVERY_S = 0.25
 PREFIX = "sdpa-tui watch: "
+INDENT = "    "
+
+
+def fitted(text: str) -> str:
+    """``text`` wrapped to the terminal's width, its lines after the first indented."""
+    return "\n".join(textwrap.wrap(text, shutil.get_terminal_size().columns, subsequent_indent=INDENT,
+                                   break_on_hyphens=False)) or text
 
 
 class StderrProgress:
@@ -27,7 +36,7 @@ class StderrProgress:
         self._step = progress.step
         if not self.tty:
             if new_step:
-                self.stream.write(PREFIX + progress.line() + "\n")
+                self.stream.write(fitted(PREFIX + progress.line()) + "\n")
                 self.stream.flush()
             return
         if new_step or self._drawn_at is None or now - self._drawn_at >= REDRAW_EVERY_S:
@@ -40,7 +49,7 @@ class StderrProgress:
     def say(self, text: str) -> None:
         """A line of its own, above the progress line (which the next step draws again)."""
         self.clear()
-        self.stream.write(text + "\n")
+        self.stream.write(fitted(text) + "\n")
         self.stream.flush()
 
     def clear(self) -> None:
