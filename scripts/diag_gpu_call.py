@@ -24,6 +24,7 @@ import json
 import statistics
 import sys
 import tempfile
+
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
