@@ -172,3 +172,26 @@ def test_the_graphs_nodes_name_the_kernels_the_profiler_measures(fp16_session):
         assert sorted(k.name for k in graph) == sorted(k.name for k in measured), backend
         launches = {(k.name, k.grid, k.block, k.shared_memory) for k in measured}
         assert {(k.name, k.grid, k.block, k.shared_memory) for k in graph} == launches, backend
+
+
+def test_the_gpu_call_graph_holds_enough_gpu_work_though_sized_from_a_host_bound_estimate():
+    """The graph is sized from the eager clock, which at a small shape is the host's time (about 90 µs a call on an
+    H100 for 9 µs of GPU work): it is captured again with more calls, so the graph's own launch gap is not added to
+    every few calls; the SM clock is read beside it."""
+    import torch
+    import torch.nn.functional as F
+
+    from sdpa_tui.engine.measuring import clocks
+
+    device = torch.device("cuda")
+    q = torch.randn(2, 8, 512, 64, device=device, dtype=torch.float16)
+    clock = clocks.GraphClock(lambda: F.scaled_dot_product_attention(q, q, q), device, per_call_us=100.0)
+    try:
+        assert clock.method == "graph"
+        per_call = clock.sample(10)
+        assert clock.calls == clocks.MAX_CALLS_PER_GRAPH or clock.calls * per_call >= clocks.GRAPH_TARGET_US / 2
+        assert clock.calls > clocks.calls_for(clocks.GRAPH_TARGET_US, 100.0, clocks.MAX_CALLS_PER_GRAPH)
+        mhz = clocks.sm_clock_mhz(device)  # nvidia-ml-py is a dependency: NVML answers on a GPU machine
+        assert mhz is not None and 300 <= mhz <= 4_000
+    finally:
+        clock.release()

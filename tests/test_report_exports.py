@@ -280,3 +280,27 @@ def test_write_text_atomic_gives_the_file_the_usual_mode(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
+
+
+def clocked_session(kernel_mhz: int, gpu_mhz: int) -> Session:
+    """Mem-efficient's kernels timed at ``kernel_mhz`` and its GPU/call at ``gpu_mhz`` (NVML's SM clock), GPU/call
+    below the kernel clock (21.5 against 22.1 µs, as issue 39 saw it on an H100)."""
+    session = Session(Workload())
+    cid = session.next_config_id()
+    session.apply(Ready(TEST_ENV))
+    session.apply(BackendStatus(cid, Backend.EFFICIENT, "ok"))
+    session.apply(KernelCapture(cid, Backend.EFFICIENT, KERNELS[Backend.EFFICIENT], (22.1, 22.2), sm_mhz=kernel_mhz))
+    for i in range(5):
+        session.apply(Sample(cid, Backend.EFFICIENT, 21.5, 23.0, "graph", 64, 1.0 + i, sm_mhz=gpu_mhz + i))
+    return session
+
+
+def test_the_sm_clocks_each_gpu_time_was_taken_at_are_in_the_json_and_named_when_they_explain_a_difference():
+    slow_kernels = clocked_session(kernel_mhz=1_755, gpu_mhz=1_978)
+    efficient = next(b for b in report_dict(slow_kernels)["backends"] if b["backend"] == "EFFICIENT_ATTENTION")
+    assert efficient["sm_mhz"] == {"gpu": 1_980, "kernel": 1_755}
+    text = render(slow_kernels, 140)
+    assert "Mem-efficient: GPU/call below the kernel clock: the kernels were timed at 1,755 MHz, GPU/call at 1,980" in text
+    assert "SM clock while timing (NVML, median): Mem-efficient GPU/call 1,980, kernel 1,755 MHz" in text
+    steady = render(clocked_session(kernel_mhz=1_980, gpu_mhz=1_978), 140)
+    assert "SM clock" not in steady and "below the kernel clock" not in steady

@@ -37,6 +37,8 @@ class BackendState:
     kernel: Window = field(default_factory=Window)
     gpu: Window = field(default_factory=Window)
     eager: Window = field(default_factory=Window)
+    gpu_sm_mhz: Window = field(default_factory=Window)  # the GPU's SM clock at each GPU/call sample (NVML)
+    kernel_sm_mhz: Window = field(default_factory=Window)  # and at each kernel burst (the profiler process's)
     kernels: tuple[KernelInfo, ...] = ()  # measured: the profiler's last burst
     graph_kernels: tuple[KernelInfo, ...] = ()  # named from the CUDA graph's nodes, untimed: shown until ``kernels``
     capture_error: str = ""  # the last kernel capture failed: why (the kernels shown are older)
@@ -52,7 +54,7 @@ class BackendState:
     def clear_numbers(self) -> None:
         """Forget the measurements of the current workload (the history stays)."""
         self.version += 1
-        for window in (self.kernel, self.gpu, self.eager):
+        for window in (self.kernel, self.gpu, self.eager, self.gpu_sm_mhz, self.kernel_sm_mhz):
             window.clear()
         self.kernels = self.graph_kernels = ()
         self.capture_error = ""

@@ -27,7 +27,7 @@ from ..protocol.records import (
     Sample,
     StartupTimes,
 )
-from ..stats import Summary
+from ..stats import Summary, Window
 from ..status import Status
 from ..traces.kernel_short_names import short_name
 from ..workload import Workload
@@ -63,6 +63,8 @@ class BackendRow:
     grad_max_rel: tuple[float, float, float] | None = None  # dq, dk, dv against float64 MATH's (fwd+bwd)
     grad_max_abs: tuple[float, float, float] | None = None
     nonfinite: tuple[str, ...] = ()  # which of out, dq, dk, dv held NaN or Inf
+    gpu_sm_mhz: float | None = None  # median SM clock (NVML) over the GPU/call samples
+    kernel_sm_mhz: float | None = None  # median SM clock over the kernel bursts
 
 
 class Session:
@@ -169,6 +171,7 @@ class Session:
             if record.kernels or not record.error:  # a failed capture keeps the last kernels shown
                 state.kernels = record.kernels
             state.kernel.extend(record.kernel_us)
+            state.kernel_sm_mhz.add(record.sm_mhz if record.kernel_us else None)
             if record.peak_bytes is not None:
                 state.peak_bytes = record.peak_bytes
             return True
@@ -176,6 +179,7 @@ class Session:
             state.status = Status.OK
             state.gpu.add(record.gpu_us)
             state.eager.add(record.eager_us)
+            state.gpu_sm_mhz.add(record.sm_mhz)
             state.last_sample_time = record.time or time.time()
             if record.busy_s is not None:
                 self.engine_busy.add(state.last_sample_time, record.busy_s)
@@ -235,6 +239,8 @@ class Session:
                     grad_max_rel=accuracy.grad_max_rel if accuracy else None,
                     grad_max_abs=accuracy.grad_max_abs if accuracy else None,
                     nonfinite=accuracy.nonfinite if accuracy else (),
+                    gpu_sm_mhz=_median(s.gpu_sm_mhz),
+                    kernel_sm_mhz=_median(s.kernel_sm_mhz),
                 )
             )
         return rows
@@ -267,6 +273,11 @@ def share_of_peak(tflops: float | None, peak_tflops: float | None) -> float | No
     if not tflops or not peak_tflops or tflops > peak_tflops:
         return None
     return 100 * tflops / peak_tflops
+
+
+def _median(window: Window) -> float | None:
+    summary = window.summary()
+    return summary.median if summary else None
 
 
 def _reference_time(state: BackendState) -> float | None:

@@ -116,6 +116,8 @@ class Sample:
     busy_s: float | None = None
     """Device time this slice's timed calls took (GPU/call, or eager on the CPU, times the
     calls made), for the engine's duty cycle; None from an engine that does not say."""
+    sm_mhz: int | None = None
+    """The GPU's SM clock (NVML) right after the GPU/call sample; None on the CPU or without NVML."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class KernelCapture:
     peak_bytes: int | None = None  # extra device memory of one call
     time: float = 0.0
     error: str = ""  # the burst failed (no kernels): why, in one line
+    sm_mhz: int | None = None  # the GPU's SM clock (NVML) right after the burst; None on the CPU or without NVML
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,8 @@ class TimingSlices(BackendRuns):
         method = run.graph.method if run.graph else "pending" if run.graph_due else "none"
         # device time of the slice: every timed call at its GPU time (eager on the CPU)
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
-        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s))
+        sm_mhz = clocks.sm_clock_mhz(self.device) if gpu_us is not None else None
+        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s, sm_mhz))
 
     def _warm_up(self, run: BackendRun) -> None:
         """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""

@@ -20,6 +20,22 @@ GRAPH_TARGET_US = 500.0
 MAX_CALLS_PER_GRAPH = 64
 
 
+_NO_SM_CLOCK: set[torch.device] = set()
+
+
+def sm_clock_mhz(device: torch.device) -> int | None:
+    """The GPU's SM clock now (NVML, as nvidia-smi reads it), or None (the CPU, no NVML). Times move with it: on an
+    H100 under a sustained heavy call it fell from 1,980 to 1,695 MHz and the same graph read 11 % slower
+    (docs/lab-notes/clocks.md)."""
+    if device.type != "cuda" or device in _NO_SM_CLOCK:
+        return None
+    try:
+        return int(torch.cuda.clock_rate(device))
+    except Exception:  # noqa: BLE001 - no nvidia-ml-py, no NVML: the clock is simply not known
+        _NO_SM_CLOCK.add(device)
+        return None
+
+
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -59,7 +75,10 @@ def one_call(nodes: tuple[KernelInfo, ...], calls: int) -> tuple[KernelInfo, ...
 
 
 class GraphClock:
-    """GPU time per call without host launch overhead: K calls captured in one CUDA graph.
+    """GPU time per call without host launch overhead: K calls captured in one CUDA graph, replayed back to back
+    between two CUDA events; the events' span divided by the calls. It holds the gaps between one call's kernels and
+    between two calls in the graph, not the host's launch work; K is sized so one replay holds at least
+    ``GRAPH_TARGET_US`` of GPU work (a short graph would add its own launch gap to every few calls).
 
     Where capture is impossible (the backend or torch build refuses), falls back to CUDA
     events around a back-to-back loop, and says so in ``method``.
@@ -75,11 +94,21 @@ class GraphClock:
         self.kernels: tuple[KernelInfo, ...] = ()  # one call's, read from the graph's nodes where that is possible
         try:
             self.graph = self._capture()
+            self._fit()
         except Exception as exc:  # noqa: BLE001 - any capture failure means: use events
-            self.graph = None
+            self.release()
             self.method = "events"
             self.capture_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             torch.cuda.synchronize(device)
+
+    def _fit(self) -> None:
+        """Capture again with more calls where the estimate it was sized from (the eager clock: the host's time,
+        far above the GPU's for a short call) left one replay with less than half the GPU work it should hold."""
+        wanted = calls_for(GRAPH_TARGET_US, self.sample(), MAX_CALLS_PER_GRAPH)
+        if wanted >= 2 * self.calls:
+            self.release()
+            self.calls = wanted
+            self.graph = self._capture()
 
     def _capture(self) -> torch.cuda.CUDAGraph:
         side = _warmup_stream(self.device)

@@ -54,6 +54,7 @@ def capture(request: CaptureKernels, device: torch.device) -> KernelCapture:
     """One burst for ``request``; an error becomes the record's ``error``, never an exception."""
     import torch
 
+    from ..measuring.clocks import sm_clock_mhz
     from ..measuring.sdpa_call import Inputs, forced
     from . import profiling
 
@@ -68,6 +69,7 @@ def capture(request: CaptureKernels, device: torch.device) -> KernelCapture:
             for _ in range(WARMUP_CALLS):
                 step()
             burst = profiling.burst(step, device, request.calls)
+            sm_mhz = sm_clock_mhz(device)
     except torch.OutOfMemoryError as exc:
         return failed(f"out of memory in the profiler process: {str(exc).splitlines()[0]}")
     except RuntimeError as exc:
@@ -84,7 +86,7 @@ def capture(request: CaptureKernels, device: torch.device) -> KernelCapture:
         except OSError as exc:
             error = f"trace not written: {exc.strerror or exc}"
     return KernelCapture(request.config_id, request.backend, burst.kernels, burst.kernel_us, None, time.time(),
-                         error=error)
+                         error=error, sm_mhz=sm_mhz)
 
 
 def serve(channel: Channel, device_name: str, idle_exit_s: float) -> int:

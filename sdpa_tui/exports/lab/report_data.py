@@ -117,6 +117,7 @@ def backend_dict(row: BackendRow) -> dict[str, Any]:
         "gpu_us": row.gpu_us.median if row.gpu_us else None,
         "eager_us": row.eager_us.median if row.eager_us else None,
         "clocks": {"kernel": _summary(row.kernel_us), "gpu": _summary(row.gpu_us), "eager": _summary(row.eager_us)},
+        "sm_mhz": {"gpu": row.gpu_sm_mhz, "kernel": row.kernel_sm_mhz},
         "speedup_vs_math": row.speedup_vs_math,
         "tflops": row.tflops,
         "peak_mib": row.peak_mib,

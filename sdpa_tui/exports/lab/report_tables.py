@@ -103,6 +103,7 @@ def context_lines(model: ReportModel) -> list[str]:
     if grads:
         lines.append("gradients, max |grad - ref| / max |ref| for dq, dk, dv: " + " · ".join(
             f"{r.backend.label} {'/'.join(f'{e:.1e}' for e in r.grad_max_rel)}" for r in grads))
+    lines += sm_clock_lines(rows)
     for row in rows:
         if row.nonfinite:
             lines.append(f"{row.backend.label}: NaN or Inf in {', '.join(row.nonfinite)}")
@@ -110,6 +111,32 @@ def context_lines(model: ReportModel) -> list[str]:
         if row.status == Status.DISABLED and row.eligibility:
             could = "could run this workload" if row.eligibility == "ok" else f"could not run it: {row.eligibility_reason}"
             lines.append(f"{row.backend.label}: flag off; {could}")
+    return lines
+
+
+SM_CLOCK_MOVED = 0.03
+"""SM clocks further apart than this (a fraction) between the backends' samples or a backend's two clocks are
+named: a time taken at a lower clock reads slower (docs/guide/clocks.md)."""
+
+
+def sm_clock_lines(rows: list[BackendRow]) -> list[str]:
+    """The GPU's SM clock (NVML) the GPU times were taken at, when it moved enough to matter; and a GPU/call below
+    the kernel clock, with the clocks each was taken at."""
+    timed = [r for r in rows if r.gpu_sm_mhz]
+    if not timed:
+        return []
+    clocks = [r.gpu_sm_mhz for r in timed] + [r.kernel_sm_mhz for r in timed if r.kernel_sm_mhz]
+    lines = []
+    low, high = min(clocks), max(clocks)
+    if high - low > SM_CLOCK_MOVED * high:
+        lines.append("SM clock while timing (NVML, median): " + " · ".join(
+            f"{r.backend.label} GPU/call {r.gpu_sm_mhz:,.0f}" + (f", kernel {r.kernel_sm_mhz:,.0f}" if r.kernel_sm_mhz else "")
+            for r in timed) + " MHz: a time taken at a lower clock reads slower")
+    for r in timed:
+        if (r.gpu_us and r.kernel_us and r.kernel_sm_mhz and r.gpu_us.median < r.kernel_us.median
+                and r.kernel_sm_mhz < r.gpu_sm_mhz * (1 - SM_CLOCK_MOVED / 3)):
+            lines.append(f"{r.backend.label}: GPU/call below the kernel clock: the kernels were timed at "
+                         f"{r.kernel_sm_mhz:,.0f} MHz, GPU/call at {r.gpu_sm_mhz:,.0f} MHz")
     return lines
 
 
@@ -235,7 +262,8 @@ def markdown_report(session: Session) -> str:
     out += [f"- {line}" for line in context_lines(model)] + [""]
     out += [
         "Clocks: *kernel* is the sum of the CUDA kernels of one call (CUPTI, via torch.profiler); "
-        "*GPU/call* is device time per call from CUDA graph replay (no host launch overhead); "
+        "*GPU/call* is device time per call: calls replayed back to back in a CUDA graph, the span between two "
+        "CUDA events divided by the calls (no host launch overhead); "
         "*eager/call* is a host-timed back-to-back loop. Medians. On the CPU, kernel is the sum "
         "of the self times of the ATen ops of one call and GPU/call does not apply.",
         "",

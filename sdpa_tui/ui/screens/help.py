@@ -13,9 +13,10 @@ CLOCKS = """
 
 - **kernel**: the sum of the GPU activities (kernels, memsets, copies) of one call, from
   CUPTI through torch.profiler, captured in short bursts, never while timing.
-- **GPU/call**: device time per call without host launch overhead: a CUDA graph of
-  several calls replayed and timed with CUDA events (events around a loop where capture
-  is impossible).
+- **GPU/call**: device time per call without host launch overhead: calls captured in a
+  CUDA graph (at least 0.5 ms of GPU work), replayed back to back, the span between two
+  CUDA events divided by the calls; it keeps the gaps between kernels, and moves with
+  the GPU's SM clock (events around a loop where capture is impossible).
 - **eager**: what an eager model sees: back-to-back calls timed on the host, divided by
   the count. At small shapes this is mostly launch overhead.
 
