@@ -155,6 +155,7 @@ class StateListener:
         self._server.listen(16)
         self._on_state = on_state
         self._threads: list[threading.Thread] = []
+        self._connections: list[socket.socket] = []
         self._closed = False
         self.errors: list[str] = []
         self._accepting = threading.Thread(target=self._accept, name="sdpa-tui-watch-accept", daemon=True)
@@ -167,6 +168,7 @@ class StateListener:
             except OSError:
                 return
             reader = threading.Thread(target=self._read, args=(conn,), name="sdpa-tui-watch-read", daemon=True)
+            self._connections.append(conn)
             reader.start()
             self._threads.append(reader)
 
@@ -184,10 +186,20 @@ class StateListener:
         for reader in list(self._threads):
             reader.join(max(0.0, deadline - time.monotonic()))
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 1.0) -> None:
+        """Stop listening and reading (a connection still open is shut: its process sends into the void), its threads
+        ended within ``timeout_s``."""
         self._closed = True
         try:
+            for sock in (self._server, *self._connections):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept() or reading it
+                except OSError:
+                    pass
             self._server.close()
+            deadline = time.monotonic() + timeout_s
+            for thread in (self._accepting, *self._threads):
+                thread.join(max(0.0, deadline - time.monotonic()))
         finally:
             if self._unix:
                 try:
