@@ -1,9 +1,9 @@
 """A tiny transformers Trainer run: a Llama from a config (random weights, no download), a few steps on random
-tokens. Prints the logged losses and a checksum of the final weights (one line).
+tokens. Prints the logged losses and a checksum of the final weights (a line starting ``losses``).
 
     hf_trainer.py [--callback REPORT.json] [--device cpu|cuda] [--steps N]
 
-``--callback``: watched by ``TrainerWatchCallback`` (its JSON written to REPORT.json); a second line then says, as
+``--callback``: watched by ``TrainerWatchCallback`` (its JSON written to REPORT.json); a line ``logged`` then says, as
 JSON, which ``sdpa/...`` keys a callback after it (as a reporting integration would be) saw at each logging step."""
 
 import argparse
@@ -53,6 +53,6 @@ with tempfile.TemporaryDirectory() as out:
         trainer.add_callback(seen)
     trainer.train()
 losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-print(" ".join(repr(x) for x in losses), repr(sum(p.double().sum().item() for p in model.parameters())))
+print("losses", " ".join(repr(x) for x in losses), repr(sum(p.double().sum().item() for p in model.parameters())))
 if args.callback:
-    print(json.dumps(seen.keys))
+    print("logged", json.dumps(seen.keys))

@@ -1,10 +1,10 @@
 """A tiny Lightning run: a causal self-attention block (F.scaled_dot_product_attention) fitted for a few steps on
-random data, its metrics to a CSV logger. Prints the losses and a checksum of the final weights (one line).
+random data, its metrics to a CSV logger. Prints the losses and a checksum of the final weights (a line starting ``losses``).
 
     lightning_fit.py [--callback REPORT.json] [--device cpu|cuda] [--steps N]
 
-``--callback``: watched by ``LightningWatchCallback`` (its JSON written to REPORT.json); a second line then names,
-as JSON, the ``sdpa/...`` columns the CSV logger wrote."""
+``--callback``: watched by ``LightningWatchCallback`` (its JSON written to REPORT.json); a line ``logged`` then
+names, as JSON, the ``sdpa/...`` columns the CSV logger wrote."""
 
 import argparse
 import csv
@@ -65,6 +65,6 @@ with tempfile.TemporaryDirectory() as out:
     for path in glob.glob(os.path.join(out, "**", "metrics.csv"), recursive=True):
         with open(path) as f:
             columns += [c for c in next(csv.reader(f)) if c.startswith("sdpa/")]
-print(" ".join(repr(x) for x in model.losses), repr(sum(p.double().sum().item() for p in model.parameters())))
+print("losses", " ".join(repr(x) for x in model.losses), repr(sum(p.double().sum().item() for p in model.parameters())))
 if args.callback:
-    print(json.dumps(sorted(columns)))
+    print("logged", json.dumps(sorted(columns)))
