@@ -1,7 +1,7 @@
 """A tiny transformers Trainer run: a Llama from a config (random weights, no download), a few steps on random
 tokens. Prints the logged losses and a checksum of the final weights (a line starting ``losses``).
 
-    hf_trainer.py [--callback REPORT.json] [--device cpu|cuda] [--steps N]
+    hf_trainer.py [--callback REPORT.json] [--device cpu|cuda] [--steps N] [--bf16]
 
 ``--callback``: watched by ``TrainerWatchCallback`` (its JSON written to REPORT.json); a line ``logged`` then says, as
 JSON, which ``sdpa/...`` keys a callback after it (as a reporting integration would be) saw at each logging step."""
@@ -17,6 +17,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--callback", metavar="REPORT")
 parser.add_argument("--device", default="cpu")
 parser.add_argument("--steps", type=int, default=4)
+parser.add_argument("--bf16", action="store_true", help="mixed precision (autocast to bfloat16, a GPU's)")
 args = parser.parse_args()
 
 torch.manual_seed(0)
@@ -42,7 +43,7 @@ with tempfile.TemporaryDirectory() as out:
     training = TrainingArguments(
         output_dir=out, max_steps=args.steps, per_device_train_batch_size=4, logging_steps=2, report_to="none",
         save_strategy="no", disable_tqdm=True, seed=0, use_cpu=args.device == "cpu", learning_rate=1e-3,
-        dataloader_num_workers=0,
+        dataloader_num_workers=0, bf16=args.bf16,
     )
     trainer = Trainer(model=model, args=training, train_dataset=data)
     seen = LogsSeen()
