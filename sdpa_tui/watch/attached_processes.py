@@ -41,7 +41,7 @@ class AttachedProcesses:
         return None
 
     def log_to(self, log) -> None:  # noqa: ANN001 - a file open for bytes
-        log.write(f"attached to {self.address}: the watched process's output stays where it runs\n".encode())
+        log.write(f"attached to {self.address}\n(the process's output stays where it runs)\n".encode())
 
     def start(self) -> None:
         """Listen at the address (once): OSError where it is taken."""
