@@ -23,3 +23,12 @@ def load_ipython_extension(ipython) -> None:  # noqa: ANN001 - IPython's Interac
     import importlib
 
     importlib.import_module("sdpa_tui.api.magic").register(ipython)
+
+
+def __getattr__(name: str):  # noqa: ANN202 - a module's attribute hook (PEP 562)
+    """``import sdpa_tui`` then ``sdpa_tui.watch()``: the watch package (callable), imported by name at first use."""
+    if name == "watch":
+        import importlib
+
+        return importlib.import_module("sdpa_tui.watch")
+    raise AttributeError(f"module 'sdpa_tui' has no attribute {name!r}")
