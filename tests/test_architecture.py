@@ -58,12 +58,18 @@ def test_mypy_finds_nothing_in_the_core_and_the_engines_host_side(tmp_path):
     assert "sdpa_tui/engine/host" in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
 
 
+USERS_PROCESS = ["sdpa_tui.api"]
+"""The Python API: it runs in the user's own process, with torch, and installs the probe there."""
+
+
 def host_side_modules() -> list[str]:
-    """Every module of the package outside the torch side's folders (``__main__`` runs the command line)."""
+    """Every module of the package outside the torch side's folders and the Python API's (``__main__`` runs the
+    command line)."""
     names = []
     for path in sorted((REPO / "sdpa_tui").rglob("*.py")):
         name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-        if name != "sdpa_tui.__main__" and not any(name == f or name.startswith(f + ".") for f in TORCH_SIDE):
+        if name != "sdpa_tui.__main__" and not any(name == f or name.startswith(f + ".")
+                                                   for f in TORCH_SIDE + USERS_PROCESS):
             names.append(name)
     return names
 

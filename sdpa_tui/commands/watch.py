@@ -1,9 +1,9 @@
-"""``sdpa-tui watch [--report calls.json] [--metrics-port PORT] [-m module] -- prog args``."""
+"""``sdpa-tui watch [--report calls.json] [--metrics-port PORT] [-m module] -- prog args``, or ``--attach ADDRESS``
+in place of the program: a process that watches itself with the Python API and publishes there."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -15,6 +15,7 @@ from ..exports.files.atomic import write_text_atomic
 from ..exports.files.output_paths import check_output_path
 from ..exports.metrics.metrics_address import DEFAULT_ADDRESS
 from ..exports.metrics.metrics_server import MetricsServerError
+from ..watch.attached_processes import AttachedProcesses
 from ..watch.gradient_text import nonfinite_found
 from ..watch.metrics_publisher import MetricsPublisher
 from ..watch.replay_client import replay_flagged
@@ -31,13 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
         "why not the others, counts, time and kernels. With --report or --format: no UI; the report on stdout once "
         "the program has ended (and with --report the JSON in a file).",
         usage="sdpa-tui watch [--report calls.json] [--format text|markdown|json] [--metrics-port PORT] "
-              "[-m module | -- python script.py] [args ...]",
+              "[-m module | -- python script.py | --attach ADDRESS] [args ...]",
     )
     parser.add_argument("--report", metavar="PATH", help="headless: run the program, print the call table, write JSON")
     parser.add_argument("--format", choices=FORMATS, help="headless: print the report on stdout in this format once "
                         "the program has ended (default text, to the terminal's width); with json the program's "
                         "own stdout goes to stderr, so that stdout is the JSON alone")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    parser.add_argument("--attach", metavar="ADDRESS",
+                        help="run nothing: listen at ADDRESS (a socket's path, or HOST:PORT) for a process that "
+                        "watches itself with the Python API, watch(publish=ADDRESS), and show its calls; headless, "
+                        "the report comes once its block has ended")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve the job's per-signature metrics for Prometheus on /metrics (0: any free port)")
     parser.add_argument("--metrics-address", default=DEFAULT_ADDRESS, metavar="ADDR",
@@ -91,10 +96,16 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: --fail-on-nonfinite goes with --report PATH\n")
     repro_dir = args.repro_dir or (str(Path(args.report).with_suffix("")) + ".repro" if args.report else DEFAULT_REPRO_DIR)
     headless = args.report is not None or args.format is not None
+    watched: WatchedProgram | AttachedProcesses
     try:
-        watched = WatchedProgram(program, module=args.module, stdout=sys.stderr if args.format == "json" else None,
-                                 repro_dir=repro_dir)
-    except CommandError as exc:
+        if args.attach is not None:
+            if program or args.module:
+                raise CommandError("--attach runs nothing: give no program with it")
+            watched = AttachedProcesses(args.attach)
+        else:
+            watched = WatchedProgram(program, module=args.module,
+                                     stdout=sys.stderr if args.format == "json" else None, repro_dir=repro_dir)
+    except (CommandError, ValueError) as exc:
         parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
     if args.report:
         try:  # before the program runs: a report that cannot be written must not cost a run
@@ -103,6 +114,11 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
             parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: {exc}\n")
     elif not headless and run_ui is None:
         parser.exit(EXIT_USAGE, "sdpa-tui watch: error: no live monitor here; use --report PATH\n")
+    if isinstance(watched, AttachedProcesses):
+        try:  # before the UI starts: an address in use is bad input
+            watched.start()
+        except OSError as exc:
+            parser.exit(EXIT_USAGE, f"sdpa-tui watch: error: cannot listen at {args.attach}: {exc.strerror or exc}\n")
     missing = watched.unopenable_script()
     if missing:  # python's own line and its exit code, as if the program had run
         print(missing, file=sys.stderr)
@@ -128,7 +144,7 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
             publisher.stop()
 
 
-def run_headless(watched: WatchedProgram, report_path: str | None, advisor: Advisor | None = None,
+def run_headless(watched: WatchedProgram | AttachedProcesses, report_path: str | None, advisor: Advisor | None = None,
                  output: str = "text", fail_on_nonfinite: bool = False) -> int:
     """Run the program, measure the advice, print the report in ``output``'s format, write the JSON file."""
     from rich.console import Console
@@ -144,7 +160,7 @@ def run_headless(watched: WatchedProgram, report_path: str | None, advisor: Advi
     replay_flagged(report, lambda text: print(text, file=sys.stderr, flush=True))
     if advisor is not None and report.rows:
         advisor(report)
-    document = json.dumps(report.to_dict(), indent=2) + "\n"
+    document = report.to_json()
     if output == "json":
         text = document
     elif output == "markdown":

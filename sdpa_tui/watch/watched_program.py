@@ -11,14 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from .. import IMPORT_ROOT
-from ..core.calls.watch_report import WatchReport, build_report
+from ..core.calls.watch_report import WatchReport
 from ..core.calls.watched_calls import ProcessState
-from .contention import ContendedCalls
+from .collected_states import CollectedStates
 from .script_files import unopenable_script
 from .state_socket import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
 
@@ -66,15 +65,13 @@ class WatchedProgram:
         self.display = ["-m", module, *program] if module else list(program)
         self.command = child_command(program, module)
         self._out, self._err, self._in = stdout, stderr, stdin
-        self._states: dict[int, ProcessState] = {}
-        self._lock = threading.Lock()
+        self.collected = CollectedStates(lambda: [self.process.pid] if self.process else [])
         self.listener: StateListener | None = None
         self.process: subprocess.Popen | None = None
         self.started = 0.0
         self.ended: float | None = None
         self.interrupted = False
         self._extra_env: dict[str, str] = {}
-        self.contended = ContendedCalls()
         self.repro_dir = os.path.abspath(repro_dir)  # a call whose gradients are flagged is saved under it
 
     def unopenable_script(self) -> str | None:
@@ -97,17 +94,11 @@ class WatchedProgram:
     def running(self) -> bool:
         return self.process is not None and self.poll() is None
 
-    def _on_state(self, state: ProcessState) -> None:
-        with self._lock:
-            self._states[state.pid] = state
-            self.contended.note(state, [*self._states, *([self.process.pid] if self.process else [])])
-
     def states(self) -> list[ProcessState]:
-        with self._lock:
-            return list(self._states.values())
+        return self.collected.states()
 
     def start(self) -> None:
-        self.listener = StateListener(self._on_state)
+        self.listener = self.collected.listen()
         env = dict(os.environ)
         env.update(self._extra_env)
         env[SOCKET_ENV] = self.listener.path
@@ -181,28 +172,11 @@ class WatchedProgram:
         if self.process is not None and self.process.poll() is None:
             self.stop()
         self._finish_group()
-        if self.listener:
-            self.listener.close()
+        self.collected.close()
 
     def elapsed_s(self) -> float:
         return (self.ended or time.monotonic()) - self.started
 
     def report(self, exit_code: int | None) -> WatchReport:
-        notes = []
-        if self.interrupted:
-            notes.append("stopped by Ctrl+C")
-        if self.listener and self.listener.errors:
-            notes.extend(self.listener.errors[:3])
-        notes.append(
-            "calls made through torch.nn.functional.scaled_dot_product_attention looked up at call time are "
-            "counted and inspected; nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths (eval, "
-            "autograd off), which run SDPA inside C++, are counted apart (uninspected); not seen at all: names bound "
-            "before the program started, torch.ops.aten.scaled_dot_product_attention and the _scaled_dot_product_* "
-            "ops called directly, C++ extensions, and those fast paths inside a compiled graph; every Python process "
-            "the program starts is watched (fork, spawn, subprocess, torchrun)"
-        )
-        report = build_report(self.display, exit_code, self.states(), self.elapsed_s(), notes)
-        with self._lock:
-            report.contention = self.contended.now if exit_code is None else ""
-            report.contention_seen = self.contended.seen
-        return report
+        return self.collected.report(self.display, exit_code, self.elapsed_s(), "the program started",
+                                     ["stopped by Ctrl+C"] if self.interrupted else [])

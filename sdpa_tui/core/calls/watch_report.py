@@ -7,6 +7,7 @@ call, which is gone: it timed how long the stream took, idle gaps and plan build
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -286,6 +287,10 @@ class WatchReport:
             "uninspected": [u.to_dict() for u in self.uninspected],
             "contention": self.contention_seen or None,
         }
+
+    def to_json(self) -> str:
+        """``watch --report``'s file: :meth:`to_dict` indented, one final newline."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
 def _with_advice(call: dict[str, Any], advice: SignatureAdvice | None, count: int) -> dict[str, Any]:

@@ -9,14 +9,16 @@ docs/lab-notes/gpu-measurements.md).
 
 :func:`spawn_children_without_the_script` tells multiprocessing that this command's main module is the package's
 ``__main__``, which it is: the script only calls the same ``main``. Nothing is changed for any other main module (a
-test runner, a user's program under ``watch``, an interactive session).
+test runner, a user's program under ``watch``, an interactive session), but for the time
+:func:`spawning_past_the_main_module` lasts.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 PACKAGE_MAIN = "sdpa_tui.__main__"
 
@@ -32,3 +34,25 @@ def spawn_children_without_the_script(entry: Callable[..., object]) -> bool:
         return False
     main.__spec__ = spec
     return True
+
+
+@contextmanager
+def spawning_past_the_main_module() -> Iterator[None]:
+    """While it lasts, an engine spawned from a user's own program (the Python API's advice) skips the program's
+    main module, as spawned children of ``python -m sdpa_tui`` do: multiprocessing runs a main module with a file and
+    no spec again in each child, and code of a script that is not under ``if __name__ == "__main__":`` (a training
+    run) would run again in every engine. The main module's own ``__spec__`` is put back after."""
+    main = sys.modules.get("__main__")
+    spec = importlib.util.find_spec(PACKAGE_MAIN)
+    if main is None or spec is None or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    had = "__spec__" in vars(main)
+    main.__spec__ = spec
+    try:
+        yield
+    finally:
+        if had:
+            main.__spec__ = None
+        else:
+            del main.__spec__

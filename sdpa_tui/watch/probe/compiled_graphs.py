@@ -27,6 +27,7 @@ from .explain import choice
 from .explain.flag_state import FlagState
 from .kernels.bursts import KernelBursts
 from .kernels.profile_readings import ReadingSink
+from .rebindings import Rebindings
 
 COMPILED_NOT_CHECKED = "inside a compiled graph: its output is not checked (the graph runs without the wrapper)"
 
@@ -168,7 +169,7 @@ def traces_aten(wrapper) -> bool:
     return type(wrapper).__name__ == "_TorchCompileInductorWrapper" or name.startswith("aot")
 
 
-def hook_compilers(on_graph) -> bool:
+def hook_compilers(on_graph, rebind: Rebindings) -> bool:
     """Call ``on_graph(gm, compiled, traces_aten) -> compiled`` for every graph torch.compile's wrappers compile."""
     done = False
     for name in ("_TorchCompileInductorWrapper", "_TorchCompileWrapper"):
@@ -182,12 +183,12 @@ def hook_compilers(on_graph) -> bool:
 
         setattr(patched, _PATCHED, True)
         functools.update_wrapper(patched, call)
-        cls.__call__ = patched
+        rebind.set(cls, "__call__", patched)
         done = True
     return done
 
 
-def watch_graphs(probe: "GraphProbe") -> None:
+def watch_graphs(probe: "GraphProbe", rebind: Rebindings) -> None:
     """Count the SDPA calls of every graph torch.compile builds from now on (see the module's doc)."""
 
     def on_graph(gm, compiled, aten: bool):
@@ -227,4 +228,4 @@ def watch_graphs(probe: "GraphProbe") -> None:
             entry.group = entries
         return wrap_compiled(compiled, on_run)
 
-    hook_compilers(on_graph)
+    hook_compilers(on_graph, rebind)

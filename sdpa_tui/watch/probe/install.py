@@ -1,5 +1,5 @@
 """Watching a process: SDPA rebound to the wrapper, C++ paths to SDPA counted, ``torch.compile`` and compiled graphs
-hooked, forks followed."""
+hooked, forks followed; and, for a block of the Python API, all of it put back."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from ..state_socket import StateSender
 from .compiled_graphs import watch_graphs
 from .explain import origin
 from .fast_path import make_wrapper
-from .scripted_ops import script_as_op
+from .rebindings import Rebindings
 from .slow_path import Probe
 from .uninspected import watch_entry_points
 
 
-def _watch_compile(probe: Probe) -> None:
+def _watch_compile(probe: Probe, rebind: Rebindings) -> None:
     """Record what ``torch.compile`` is given (its graphs are counted by ``compiled_graphs``)."""
     compile_ = torch.compile
 
@@ -31,10 +31,22 @@ def _watch_compile(probe: Probe) -> None:
 
     compile.__doc__ = compile_.__doc__
     compile.__wrapped__ = compile_
-    torch.compile = compile
+    rebind.set(torch, "compile", compile)
 
 
 _installed: list[Probe] = []
+_fork_hook: list[bool] = []
+
+
+def _after_fork_in_child() -> None:
+    """Registered once per process: the probe in force then, if any, follows the forked child."""
+    if _installed:
+        _installed[0].after_fork_in_child()
+
+
+def installed() -> Probe | None:
+    """The probe watching this process (the command's, or a block's of the Python API), if one is."""
+    return _installed[0] if _installed else None
 
 
 def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
@@ -47,15 +59,28 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     probe = Probe(sender, kernel_bursts)
     probe.environment.read()  # the flags and variables as found at start, before the program's first line
     probe.original = F.scaled_dot_product_attention
-    F.scaled_dot_product_attention = make_wrapper(probe.original, probe)
-    script_as_op(F.scaled_dot_product_attention, "aten::scaled_dot_product_attention")
-    watch_entry_points(probe.uninspected, probe.start_sending)
-    probe.flag_state.watch_setters()
-    _watch_compile(probe)
-    watch_graphs(probe)
-    os.register_at_fork(after_in_child=probe.after_fork_in_child)
+    rebind = probe.rebindings
+    rebind.set(F, "scaled_dot_product_attention", make_wrapper(probe.original, probe))
+    rebind.script_as_op(F.scaled_dot_product_attention, "aten::scaled_dot_product_attention")
+    watch_entry_points(probe.uninspected, probe.start_sending, rebind)
+    probe.flag_state.watch_setters(rebind)
+    _watch_compile(probe, rebind)
+    watch_graphs(probe, rebind)
+    if not _fork_hook:
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _fork_hook.append(True)
     _installed.append(probe)
     return probe
+
+
+def uninstall(probe: Probe) -> None:
+    """Put back everything :func:`install` rebound (after ``probe.finish()``). A wrapper a caller kept, or a graph
+    compiled meanwhile, goes on counting into this probe, which starts no profiler window again."""
+    probe.bursts.disable()
+    probe.special = False
+    probe.rebindings.restore()
+    if probe in _installed:
+        _installed.remove(probe)
 
 
 def format_exception(exc: BaseException) -> str:

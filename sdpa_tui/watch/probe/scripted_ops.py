@@ -8,11 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-def script_as_op(function: Callable, op: str) -> None:
-    """``op``: the aten op's name, e.g. ``aten::scaled_dot_product_attention``."""
+def script_as_op(function: Callable, op: str) -> bool:
+    """``op``: the aten op's name, e.g. ``aten::scaled_dot_product_attention``; False where torch has no table."""
     try:
         from torch.jit import _builtins
 
         _builtins._register_builtin(function, op)
+        return True
     except (ImportError, AttributeError):  # a torch without the table: scripting such code fails, eager calls count
-        pass
+        return False
+
+
+def forget_op(function: Callable) -> None:
+    """Undo :func:`script_as_op` (the table is keyed by ``id``: a later object at the same address is no op)."""
+    from torch.jit import _builtins
+
+    _builtins._get_builtin_table().pop(id(function), None)

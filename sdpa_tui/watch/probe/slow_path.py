@@ -34,6 +34,7 @@ from .explain.flag_state import FlagState
 from .kernels.bursts import KernelBursts
 from .kernels.profile_readings import Entry, ReadingSink, keep_sample
 from .ranks import RankInfo
+from .rebindings import Rebindings
 from .thread_signals import leave_signals_to_the_program
 from .uninspected import start_over
 
@@ -70,6 +71,7 @@ class Probe:
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
         self.uninspected: list[UninspectedCalls] = []  # calls that reach SDPA inside C++ (uninspected.py)
+        self.rebindings = Rebindings()  # what install() rebound in torch, for uninstall() to put back
 
     @property
     def entries(self) -> list[Entry]:

@@ -15,7 +15,7 @@ import torch
 
 from ...core.calls.watched_calls import UninspectedCalls
 from .explain import origin
-from .scripted_ops import script_as_op
+from .rebindings import Rebindings
 
 ENTRY_POINTS: tuple[tuple[str, str], ...] = (
     ("_native_multi_head_attention",
@@ -28,7 +28,7 @@ NOTED_CALLS = 256
 """The first calls of each path note their site and module (walking the stack costs microseconds)."""
 
 
-def watch_entry_points(found: list[UninspectedCalls], first_call: Callable[[], None]) -> None:
+def watch_entry_points(found: list[UninspectedCalls], first_call: Callable[[], None], rebind: Rebindings) -> None:
     """Rebind each entry point that this torch has; ``found`` gets one tally per path, kept in place (a forked
     child clears them with :func:`start_over`); ``first_call`` runs at each path's first call (in each process)."""
     for name, path in ENTRY_POINTS:
@@ -38,8 +38,8 @@ def watch_entry_points(found: list[UninspectedCalls], first_call: Callable[[], N
         calls = UninspectedCalls(path)
         found.append(calls)
         counting = _counting(original, calls, first_call)
-        script_as_op(counting, f"aten::{name}")
-        setattr(torch, name, counting)
+        rebind.script_as_op(counting, f"aten::{name}")
+        rebind.set(torch, name, counting)
 
 
 def start_over(found: list[UninspectedCalls]) -> None:

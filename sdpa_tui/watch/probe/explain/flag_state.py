@@ -14,6 +14,8 @@ import threading
 
 import torch
 
+from ..rebindings import Rebindings
+
 FLAG_GETTERS = (
     ("FLASH_ATTENTION", "_get_flash_sdp_enabled"),
     ("EFFICIENT_ATTENTION", "_get_mem_efficient_sdp_enabled"),
@@ -65,12 +67,12 @@ class FlagState:
     def after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
 
-    def watch_setters(self) -> None:
+    def watch_setters(self, rebind: Rebindings) -> None:
         """Wrap torch's setters so that every change refreshes the token."""
         c = torch._C
         for name in dir(c):
             if name.startswith(_SETTER_PREFIXES) and callable(getattr(c, name)):
-                setattr(c, name, self._wrap(getattr(c, name)))
+                rebind.set(c, name, self._wrap(getattr(c, name)))
 
     def _wrap(self, setter):
         refresh = self.refresh

@@ -73,6 +73,10 @@ class KernelBursts:
         self._export_lock = threading.Lock()
         self.cupti = CuptiDetach()
 
+    def disable(self) -> None:
+        """No window is ever due again (a block of the Python API has ended; its probe only counts)."""
+        self.enabled = self.due = self.scheduled_due = False
+
     def arm(self) -> None:
         """The first CUDA call: the schedule starts now."""
         if self._origin is None and self.enabled:
