@@ -1,6 +1,8 @@
 # On the GPU machine (repo root, carrying .whl and .tfw). PART=tests: watch's cuda tests and the wrapper's
-# per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS, LLAMA=small|large, ONLY); PART=shots: the watch
-# screenshots. Writes $OUT/res.tgz.
+# per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS, LLAMA=small|large, ONLY); PART=program:
+# watch's end-to-end cost on a whole training program, plain and watched alternated (TARGETS, seconds of the plain
+# program, and PROGRAM_ROUNDS; the default, a 10-s program x 4 rounds and a 60-s one x 2, takes about 6 minutes on an
+# H100); PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu-env.sh
 PART=${PART:-tests}
 {
@@ -13,6 +15,9 @@ case $PART in
   step)
     echo "=== step cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \
       --llama ${LLAMA:-small} --json $OUT/r/watch-step-cost-h100-${LLAMA:-small}.json ${ONLY:-} ;;
+  program)
+    echo "=== program cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_program_cost.py --device cuda \
+      --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --json $OUT/r/watch-program-cost-h100.json ;;
   shots)
     echo "=== watch screenshots"; timeout 100 python3 scripts/watch_screenshots.py --device cuda --out $OUT/r --tag h100 ;;
 esac

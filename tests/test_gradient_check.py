@@ -114,3 +114,22 @@ def test_report_inputs_of_a_folder_that_is_not_a_call_is_one_line_and_exit_2(tmp
     assert proc.returncode == 2
     assert proc.stderr.startswith("sdpa-tui: error: ") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_second_backward_through_a_sampled_call_gives_the_gradients_it_gives_unwatched():
+    """``backward(retain_graph=True)`` then another backward through the same graph: the sentinel's tap ran its
+    sample's backward a second time and raised AttributeError into the program."""
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+    from sdpa_tui.watch.probe.slow_path import Probe
+
+    probe = Probe(None, kernel_bursts=False)
+    sdpa = make_wrapper(F.scaled_dot_product_attention, probe)
+    x = torch.randn(1, 2, 8, 4, requires_grad=True)
+    try:
+        out = sdpa(x, x, x)
+        out.sum().backward(retain_graph=True)
+        once = x.grad.clone()
+        out.sum().backward()
+        assert torch.allclose(x.grad, 2 * once)
+    finally:
+        probe._stop.set()

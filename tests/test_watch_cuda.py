@@ -90,8 +90,9 @@ def test_compiled_attention_is_named_its_kernels_seen_and_dynamo_unchanged(tmp_p
 
 
 def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_profiled(tmp_path):
-    """After the window at 3 s none is due for 27 s: watch lets Kineto detach CUPTI (a launch costs less from then
-    on). Shapes that appear later re-attach it and are profiled, and a pause with no CUDA call hangs nothing."""
+    """After the first shape's window none is due for over 10 s (the schedule's first comes at 30 s): watch lets Kineto
+    detach CUPTI (a launch costs less from then on). Shapes that appear later re-attach it and are profiled, and a
+    pause with no CUDA call hangs nothing."""
     proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "late_shapes.py"), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr, "the profiler's windows say nothing on the program's stderr"

@@ -1,5 +1,5 @@
-"""CUDA calls that go on past the schedule's window at 3 s (after which watch detaches CUPTI), then two shapes
-that appear only later, one after a pause with no CUDA call at all: each must still be profiled.
+"""CUDA calls that go on for seconds after their window (after which watch detaches CUPTI), then two shapes that
+appear only later, one after a pause with no CUDA call at all: each must still be profiled.
 
     python3 late_shapes.py [seconds of the first shape]
 """

@@ -200,8 +200,9 @@ class UninspectedCalls:
 
 @dataclass
 class Captures:
-    """The profiler windows a process ran: how many, how long they profiled, what stopping them cost, and
-    what went wrong (a window that could not start, stop or be read; one whose calls showed no GPU work)."""
+    """The profiler windows a process ran: how many, how long they profiled, what starting, stopping and exporting
+    them cost, and what went wrong (a window that could not start, stop or be read; one whose calls showed no GPU
+    work). ``cost_s``: what the windows cost the program (watch's budget for the windows it need not run)."""
 
     count: int = 0
     profiled_s: float = 0.0  # the program ran under the profiler this long
@@ -212,6 +213,12 @@ class Captures:
     untimed: int = 0  # windows the profiler returned with GPU records untimed (their calls are left out)
     detached: int = 0  # windows after which Kineto was told to detach CUPTI (watch/probe/kernels/cupti_detach.py)
     failures: list[str] = field(default_factory=list)  # the first MAX_FAILURES, one line each
+    start_s: float = 0.0  # the calling thread waited this long for the profiler to start (CUPTI attached again)
+    export_s: float = 0.0  # the traces took this long to export (Kineto holds the GIL: the program's threads wait)
+
+    @property
+    def cost_s(self) -> float:
+        return self.start_s + self.profiled_s + self.stop_s + self.export_s
 
     def failed(self, what: str, exc: BaseException) -> None:
         if len(self.failures) < MAX_FAILURES:
@@ -221,14 +228,16 @@ class Captures:
     def to_dict(self) -> dict[str, Any]:
         return {"count": self.count, "profiled_s": round(self.profiled_s, 4), "stop_s": round(self.stop_s, 4),
                 "read_s": round(self.read_s, 4), "gpu_us": self.gpu_us, "no_gpu": self.no_gpu,
-                "untimed": self.untimed, "detached": self.detached, "failures": list(self.failures)}
+                "untimed": self.untimed, "detached": self.detached, "failures": list(self.failures),
+                "start_s": round(self.start_s, 4), "export_s": round(self.export_s, 4)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "Captures":
         d = d or {}
         return cls(int(d.get("count", 0)), float(d.get("profiled_s", 0.0)), float(d.get("stop_s", 0.0)),
                    float(d.get("read_s", 0.0)), float(d.get("gpu_us", 0.0)), int(d.get("no_gpu", 0)),
-                   int(d.get("untimed", 0)), int(d.get("detached", 0)), [str(f) for f in d.get("failures", ())])
+                   int(d.get("untimed", 0)), int(d.get("detached", 0)), [str(f) for f in d.get("failures", ())],
+                   float(d.get("start_s", 0.0)), float(d.get("export_s", 0.0)))
 
     @classmethod
     def total(cls, many: Iterable["Captures"]) -> "Captures":
@@ -237,6 +246,8 @@ class Captures:
             out.count += c.count
             out.profiled_s += c.profiled_s
             out.stop_s += c.stop_s
+            out.start_s += c.start_s
+            out.export_s += c.export_s
             out.read_s += c.read_s
             out.gpu_us += c.gpu_us
             out.no_gpu += c.no_gpu

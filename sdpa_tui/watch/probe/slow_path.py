@@ -33,6 +33,7 @@ from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
 from .kernels.bursts import KernelBursts
 from .kernels.profile_readings import Entry, ReadingSink, keep_sample
+from .kernels.window_backwards import WindowBackwards
 from .ranks import RankInfo
 from .rebindings import Rebindings
 from .thread_signals import leave_signals_to_the_program
@@ -64,6 +65,7 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent: tuple | None = None
         self.in_burst: dict[int, int] = {}  # entry index → its calls in the running burst (first calls not counted)
+        self.backwards = WindowBackwards()  # the running burst's training calls: has their backward run?
         self.rank = RankInfo()
         self._finished_pid = -1
         self.error = ""
@@ -147,6 +149,8 @@ class Probe:
                 self.in_burst[entry.index] = self.in_burst.get(entry.index, 0) + (not first)
                 with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
                     out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
+                if entry.gradients is not None:
+                    self.backwards.expect(entry.index, out)
                 if output_check.due(entry.count, entry.stats.check):  # outside the range: not the call's kernels
                     output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal,
                                               scale, gqa)
@@ -211,15 +215,18 @@ class Probe:
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
-            bursts.start()
+            self.backwards.new_window()
+            bursts.start(record_shapes=any(e.stats.compiled for e in self.entries))  # compiled ops match by shapes
             self.special = bursts.active
         else:
             self.special = False
 
     def covered(self) -> bool:
-        """Does every signature that ran in this burst have its samples, counting this burst's calls?"""
+        """Does every signature that ran in this burst have its samples, counting this burst's calls, and has the
+        backward of its training calls run?"""
         entries = self.entries
-        return all(entries[i].profiled + n >= entries[i].needed for i, n in list(self.in_burst.items()))
+        return self.backwards.all_ran() and all(entries[i].profiled + n >= entries[i].needed
+                                                for i, n in list(self.in_burst.items()))
 
     def graph_run(self, entries: list[Entry], compiled, args, kwargs):
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
@@ -343,6 +350,7 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent = None
         self.in_burst = {}
+        self.backwards = WindowBackwards()
         self.rank = RankInfo()
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro

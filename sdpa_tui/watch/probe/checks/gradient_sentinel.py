@@ -95,11 +95,12 @@ class _Tap(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dq, dk, dv):
         sample = ctx.sample
-        ctx.sample = None
-        try:
-            sample.backward_done(dq, dk, dv)
-        except Exception as exc:  # noqa: BLE001 - the sentinel never breaks the program's backward
-            sample.sentinel.failed(sample.state, exc)
+        ctx.sample = None  # a second backward through the call (retain_graph) is not sampled again
+        if sample is not None:
+            try:
+                sample.backward_done(dq, dk, dv)
+            except Exception as exc:  # noqa: BLE001 - the sentinel never breaks the program's backward
+                sample.sentinel.failed(sample.state, exc)
         return None, dq, dk, dv
 
 

@@ -12,10 +12,15 @@ When: a new CUDA signature makes a window due at once (unless the last ended too
 signature with fewer than ``profile_readings.WANTED_SAMPLES`` profiled calls is *wanted*: its
 next call starts a window when the last one ended long enough ago (``COVERAGE_GAP``: at least
 ``MIN_GAP_S``, and four times what the last window cost, so coverage profiles at most a fifth of
-the time); such a window ends once the signatures in it have their samples. A window spent on first
-calls (plans built: seconds) with too few other calls is followed at once by another. Calls of signatures
-already covered never start one. Then on the schedule below. Kineto's start/stop lines on fd 2
-are kept off the program's stderr.
+the time); every window ends once the signatures in it have their samples (at least ``MIN_BURST_CALLS``
+calls). A window spent on first calls (plans built: seconds) with too few other calls is followed at once
+by another. Calls of signatures already covered never start one. The schedule (``SCHEDULE_S``, then every
+``EVERY_S``) re-samples the covered signatures for drift, in long programs only.
+
+The windows' cost (``Captures.cost_s``: starts, profiled time, stops, exports) is held under ``BUDGET`` of the
+process's time: a window other than a new signature's first ones (and the one that follows a window spent on
+first calls) is not started while the cost so far is over that share; it waits until it is not. Kineto's
+start/stop lines on fd 2 are kept off the program's stderr.
 """
 
 from __future__ import annotations
@@ -31,16 +36,24 @@ import torch
 from ....core.calls.watched_calls import Captures
 from ....core.traces.window_reading import WindowReading
 from .cupti_detach import CuptiDetach
+from .profile_readings import WANTED_SAMPLES
 from .window_files import export, log, read
 
-SCHEDULE_S = (3.0, 30.0)
-"""The first bursts come this long after the first CUDA call; then one every ``EVERY_S``."""
+SCHEDULE_S = (30.0,)
+"""The schedule's first window comes this long after the first CUDA call, then one every ``EVERY_S``: they
+re-sample signatures already covered (drift). A short program needs none: each signature's own windows sample it
+(until 2026-11-27 a window at 3 s came too, the dearest of a 10-s program's: 64 calls)."""
 EVERY_S = 300.0
+BUDGET = 0.02
+"""The windows watch may skip (the schedule's; coverage beyond a signature's first windows) start only while the
+windows' cost so far is at most this share of the process's time."""
 BURST_S = 0.5
 BURST_CALLS = 64
-MIN_BURST_CALLS = 16
+MIN_BURST_CALLS = WANTED_SAMPLES + 1
 """A burst goes on past ``BURST_S`` until this many calls ran in it (a first call may spend the half second
-building its plan), but never past ``MAX_BURST_S``."""
+building its plan), but never past ``MAX_BURST_S``; one that covers its signatures ends once it has this many (a
+signature's first call and its samples; a training call's backward is waited for: ``window_backwards.py``). It was
+16 until 2026-11-27: two steps of an 8-layer model, each window's stop dearer by a step of events."""
 MAX_BURST_S = 3.0
 MIN_GAP_S = 0.5
 QUICK_GAP_S = 0.25
@@ -53,8 +66,6 @@ class KernelBursts:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled  # off: never due (benchmarks of the wrapper's steady state)
         self.due = False
-        self.scheduled_due = False  # the due burst is the schedule's (it runs BURST_S whatever it covers)
-        self._scheduled = False
         self.active = False
         self._starting = False
         self._follow_up = False  # the last window was spent on first calls: the next may start without a gap
@@ -63,6 +74,7 @@ class KernelBursts:
         self._profiler = None
         self._started = 0.0
         self._origin: float | None = None
+        self._born = time.monotonic()  # the budget's clock: the process's time since the probe was installed
         self._done = 0
         self._ended = float("-inf")
         self._last_cost = 0.0
@@ -90,16 +102,23 @@ class KernelBursts:
         self.cover(never_profiled=True)
 
     def cover(self, never_profiled: bool) -> None:
-        """Make a burst due for a wanted signature if the gap allows (a short one for a never-profiled one)."""
-        if self.coverage_open() or self._follow_up and self._gap_passed(0.0):
+        """Make a burst due for a wanted signature if the gap allows (a short one for a never-profiled one), and the
+        budget unless no window sampled it yet or the last was spent on first calls."""
+        if self._follow_up and self._gap_passed(0.0):
             self.due = True
         elif never_profiled and self._quick < QUICK_BURSTS and self._gap_passed(QUICK_GAP_S):
             self.due = True
             self._quick += 1
+        elif self.coverage_open() and (never_profiled or self.within_budget()):
+            self.due = True
 
     def coverage_open(self) -> bool:
         """May a wanted signature's call start a burst now?"""
         return self._gap_passed(max(MIN_GAP_S, COVERAGE_GAP * self._last_cost))
+
+    def within_budget(self) -> bool:
+        """Have the windows so far cost at most ``BUDGET`` of the process's time?"""
+        return self.captures.cost_s <= BUDGET * (time.monotonic() - self._born)
 
     def _gap_passed(self, gap: float) -> bool:
         now = time.monotonic()
@@ -109,33 +128,36 @@ class KernelBursts:
     def next_due(self) -> float | None:
         if self._origin is None:
             return None
-        offset = SCHEDULE_S[self._done] if self._done < len(SCHEDULE_S) else SCHEDULE_S[-1] + EVERY_S * (self._done - 1)
+        done, first = self._done, len(SCHEDULE_S)
+        offset = SCHEDULE_S[done] if done < first else SCHEDULE_S[-1] + EVERY_S * (done - first + 1)
         return self._origin + offset
 
     def poll(self) -> bool:
-        """Background thread: is a scheduled burst due? (Only sets a flag; the wrapper starts it.)"""
+        """Background thread: is a scheduled burst due? (Only sets a flag; the wrapper starts it.) One the budget holds
+        back stays pending until the windows' cost is within it."""
         if not self.enabled:
             return False
         due = self.next_due()
-        if due is not None and time.monotonic() >= due and self._gap_passed(0.0):
-            self.due = self.scheduled_due = True
+        if due is not None and time.monotonic() >= due and self._gap_passed(0.0) and self.within_budget():
+            self.due = True
             self._done += 1
         return self.due
 
-    def start(self) -> None:
-        """Start the due window, the last one exported first if the background thread has not yet."""
+    def start(self, record_shapes: bool = True) -> None:
+        """Start the due window, the last one exported first if the background thread has not yet.
+        ``record_shapes``: the ops' input shapes, which only a compiled graph's calls are matched by (recording
+        them costs every op in the window, and makes the trace to stop, export and read larger)."""
         from torch.profiler import ProfilerActivity, profile
 
         if self.cupti.guarding(time.monotonic()):  # due from before a stop that detached CUPTI: after the guard
             return
         if self.finished:  # not exported yet: now, on this thread (a short program's new signature can't wait)
-            t0 = time.monotonic()
             self.export_all()
-            self.captures.stop_s += time.monotonic() - t0
-        self._scheduled, self.due, self.scheduled_due, self._follow_up = self.scheduled_due, False, False, False
+        self.due, self._follow_up = False, False
         cuda = torch.cuda.is_initialized()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
-        profiler = profile(activities=activities, record_shapes=True)
+        profiler = profile(activities=activities, record_shapes=record_shapes)
+        starting = time.monotonic()
         if cuda:
             self.cupti.before_start()
         self._starting = True  # the first start attaches CUPTI (seconds on the H100): no schedule falls due meanwhile
@@ -148,17 +170,18 @@ class KernelBursts:
             return
         finally:
             self._starting = False
+            self.captures.start_s += time.monotonic() - starting
         self._profiler, self._started, self.calls, self.active = profiler, time.monotonic(), 0, True
 
     def should_stop(self, covered: bool = False) -> bool:
         """``covered``: every signature that ran in this burst now has its samples (in this burst or before),
-        so a burst started for coverage ends after ``MIN_BURST_CALLS`` calls, not ``BURST_S``."""
+        so the burst ends after ``MIN_BURST_CALLS`` calls, not ``BURST_S`` (the schedule's too: a drift check needs
+        no more calls than a coverage one)."""
         if not self.active:
             return False
         on = time.monotonic() - self._started
         enough = self.calls >= MIN_BURST_CALLS
-        return (self.calls >= BURST_CALLS or on >= MAX_BURST_S or (on >= BURST_S and enough)
-                or (enough and covered and not self._scheduled))
+        return self.calls >= BURST_CALLS or on >= MAX_BURST_S or enough and (on >= BURST_S or covered)
 
     def stop(self, final: bool = False, wanted_left: bool = False, sampled: int = MIN_BURST_CALLS) -> None:
         """``final``: the program's last window; ``wanted_left``: a signature that ran in it still wants samples
@@ -172,8 +195,7 @@ class KernelBursts:
             return
         try:
             detach = ""
-            if torch.cuda.is_initialized():
-                torch.cuda.synchronize()
+            if torch.cuda.is_initialized():  # the profiler's stop waits for the GPU itself (autograd.profiler)
                 due = self.next_due()
                 if self.cupti.before_stop(None if due is None else due - stopping, final, wanted_left):
                     detach = ", CUPTI detached"
@@ -194,16 +216,25 @@ class KernelBursts:
 
     def export_all(self) -> None:
         """Export every stopped window (either thread: the background one at once, the calling one when a
-        window is due before that happened)."""
+        window is due before that happened). Kineto holds the GIL while it writes the trace: counted in the cost."""
         with self._export_lock:
-            while self.finished:
-                profiler = self.finished[0]
-                try:
-                    self.exported.append(export(profiler))
-                except Exception as exc:  # noqa: BLE001 - that window is lost, said in the report
-                    self.captures.failed("export", exc)
-                finally:
-                    self.finished.pop(0)
+            if not self.finished:
+                return
+            t0 = time.monotonic()
+            try:
+                self._export_finished()
+            finally:
+                self.captures.export_s += time.monotonic() - t0
+
+    def _export_finished(self) -> None:
+        while self.finished:
+            profiler = self.finished[0]
+            try:
+                self.exported.append(export(profiler))
+            except Exception as exc:  # noqa: BLE001 - that window is lost, said in the report
+                self.captures.failed("export", exc)
+            finally:
+                self.finished.pop(0)
 
     def read_next(self) -> WindowReading:
         """Background thread: read the oldest exported window (``window_files``)."""
