@@ -150,6 +150,11 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
         help="required: the query lengths, a list (128,256,512) or a range of powers of two from A to B "
         "(256:32768); --kv-seq follows each length unless given",
     )
+    g.add_argument(
+        "--padding", metavar="LIST", default=None,
+        help="instead of lengths: padding fractions of a padded batch (0,0.25,0.5,0.75) at one --seq, SDPA "
+        "against packed attention (varlen_attn, nested jagged SDPA) at each: where packing starts to pay",
+    )
     g.add_argument("--duration", type=float, default=1.0, help="seconds to measure each length once ready (default 1)")
     g.add_argument(
         "--stop-after-oom", action=argparse.BooleanOptionalAction, default=True,
@@ -186,7 +191,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
 def padded_workload(workload: Workload, args: argparse.Namespace, argv: Sequence[str]) -> Workload:
     """``report --lengths`` or ``--padding``: the workload with its lengths (the padding mask); else as it is."""
     text, fraction = getattr(args, "lengths", None), getattr(args, "padding", None)
-    if text is None and fraction is None:
+    if args.command != "report" or text is None and fraction is None:  # sweep's --padding is a list of its own
         return workload
     if workload.mask not in ("none", "padding"):
         raise WorkloadError(f"--lengths and --padding give a key-padding mask; --mask/--causal ask for {workload.mask}")

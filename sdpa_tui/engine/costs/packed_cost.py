@@ -18,6 +18,7 @@ on the eager clock. The first call's time is reported apart (``compile_s``), nev
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -42,7 +43,7 @@ def missing(name: str, device: torch.device) -> str | None:
     if name != VARLEN:
         return None
     try:
-        from torch.nn.attention import varlen  # noqa: F401 - torch 2.10+
+        importlib.import_module("torch.nn.attention.varlen")  # torch 2.10+
     except ImportError:
         return f"this torch ({torch.__version__}) has no torch.nn.attention.varlen (torch 2.10 and later have it)"
     return None if device.type == "cuda" else NEEDS_CUDA

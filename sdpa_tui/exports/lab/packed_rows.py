@@ -64,24 +64,49 @@ def _pick(session: Session) -> BackendRow | None:
     return next((r for r in session.rows() if r.backend is choice and r.status == Status.OK), None)
 
 
+@dataclass(frozen=True)
+class Versus:
+    """An alternative against SDPA's pick on the clock both have."""
+
+    clock: str
+    ours: Summary
+    theirs: Summary
+    pick: BackendRow
+
+    @property
+    def faster(self) -> bool:
+        return beats(self.ours, self.theirs)
+
+    @property
+    def saving_us(self) -> float:
+        return self.theirs.median - self.ours.median
+
+
+def versus(session: Session, row: PackedRow) -> Versus | None:
+    """``row`` against SDPA's pick (GPU/call where both have it, else eager), or None where either did not run."""
+    pick = _pick(session)
+    if pick is None or row.cost is None:
+        return None
+    clock = "gpu" if row.summary("gpu") and pick.gpu_us else "eager"
+    ours, theirs = row.summary(clock), pick.gpu_us if clock == "gpu" else pick.eager_us
+    return None if ours is None or theirs is None else Versus(clock, ours, theirs, pick)
+
+
 def packed_lines(session: Session, rows: Sequence[PackedRow]) -> list[str]:
     """Each alternative against SDPA's pick: faster beyond noise by how much, or not; or why it did not run."""
-    pick = _pick(session)
     lines = []
     for row in rows:
         if row.cost is None:
             lines.append(f"{LABELS[row.name]} not run: {row.why}")
             continue
-        if pick is None:
+        v = versus(session, row)
+        if v is None:
             lines.append(f"{LABELS[row.name]}: SDPA's pick did not run here, nothing to hold it against")
             continue
-        clock = "gpu" if row.summary("gpu") and pick.gpu_us else "eager"
-        ours, theirs = row.summary(clock), pick.gpu_us if clock == "gpu" else pick.eager_us
-        if ours is None or theirs is None:
-            continue
+        clock, ours, theirs, pick = v.clock, v.ours, v.theirs, v.pick
         against = (f"{us_number(ours.median)} µs {CLOCK_LABEL[clock]} against SDPA's pick ({pick.backend.label}) "
                    f"{us_number(theirs.median)} µs, packing and unpacking included")
-        if beats(ours, theirs):
+        if v.faster:
             lines.append(f"{LABELS[row.name]} is faster: {against}: saves {us_number(theirs.median - ours.median)} "
                          f"µs a call ({theirs.median / ours.median:.2f}x)")
         else:
