@@ -298,3 +298,21 @@ def test_the_labs_spec_is_the_padded_workloads_key_padding_call():
     spec = lab_spec(workload().with_changes(lengths=LENGTHS), "cuda:0")
     assert spec.mask_form == KEY_PADDING and spec.workload.lengths == LENGTHS
     assert "window_size" not in dict(spec.codes)[VARLEN]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("form", [KEY_PADDING, CAUSAL_KEY_PADDING])
+def test_on_a_gpu_varlen_attn_gives_the_calls_output_on_the_real_rows_and_is_timed(form):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    pytest.importorskip("torch.nn.attention.varlen")
+    w = Workload(batch=8, heads=16, kv_heads=4, seq=512, kv_seq=512, head_dim=128, dtype="bf16", mask="padding",
+                 direction="fwd+bwd")
+    rows = 512 if form == CAUSAL_KEY_PADDING else 1
+    sig = CallSignature((8, 16, 512, 128), (8, 4, 512, 128), "torch.bfloat16", "cuda:0", "bool", (8, 1, rows, 512),
+                        gqa=True, grad=True)
+    spec = packed_spec(w, sig, form, lengths_for_padding(8, 512, 0.4))
+    answer = packed_cost.measure_spec(spec)
+    cost = FlexCost.from_dict(answer[VARLEN]["cost"])
+    assert cost.matched < 3e-2 and cost.error < 3e-2 and cost.kernel_us > 0 and len(cost.eager_us) == 15
+    assert set(answer) == {VARLEN, NESTED}
