@@ -58,8 +58,7 @@ def lengths_for_padding(batch: int, padded: int, padding: float) -> tuple[int, .
         return (max(1, real),)
     rest, others = real - padded, batch - 1
     if rest < others:  # so much padding that even the longest is shorter than the padded length
-        mean = max(1, real // batch)
-        return tuple([mean] * batch)
+        return tuple([max(1, real // batch)] * batch)
     mean = rest / others
     half = 0.5 * min(mean - 1, padded - mean)  # half the spread that keeps every length within 1..padded
     if others == 1:

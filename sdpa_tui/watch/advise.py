@@ -72,6 +72,9 @@ VM, 2026-11-27, most of it importing torch)."""
 FLEX_AT_LEAST_S = 5.0
 """FlexAttention (and a compiled call alone) is not started with less of the budget left: it compiles at its first
 call, 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
+PACKED_AT_LEAST_S = 2.0
+"""Packed attention (``varlen_attn``, nested jagged SDPA) is not started with less of the budget left: it compiles
+nothing, its code is checked and timed in a second or two per workload."""
 
 
 def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload]]:

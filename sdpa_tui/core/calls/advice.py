@@ -180,6 +180,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         return SignatureAdvice(alternatives, current, clock, current_us, note=note, measured_as=common.measured_as, differences=common.differences)
     index = -winners[-1][2]
     best, best_summary, theirs, best_clock = candidates[index]
+    assert best_summary is not None and theirs is not None  # a winner has both
     return SignatureAdvice(alternatives, current, best_clock, theirs.median, best, best_summary.median,
                            measured_as=common.measured_as, differences=common.differences)
 

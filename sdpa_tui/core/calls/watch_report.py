@@ -19,8 +19,8 @@ from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .flex_alternative import FLEX, FLEX_LABEL
 from .mask_forms import OTHER
-from .packed_alternative import LABELS as PACKED_LABELS
 from .module_paths import collapse
+from .packed_alternative import LABELS as PACKED_LABELS
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .watched_calls import CallStats, Captures, OutputCheck, ProcessState, UninspectedCalls
 

@@ -15,10 +15,14 @@ def measure_packed(specs: Sequence[PackedSpec], timeout_s: float) -> list[dict[s
     if not specs:
         return []
     answers, why = ask("sdpa_tui.engine.costs.packed_cost", {"specs": [s.to_dict() for s in specs]}, timeout_s)
-    out = []
+    out: list[dict[str, tuple[FlexCost | None, str]]] = []
     for i, spec in enumerate(specs):
         answer = answers[i] if i < len(answers) else {}
         missing = why or "the measuring process gave no answer"
-        out.append({name: (FlexCost.from_dict(answer[name]["cost"]), "") if "cost" in answer.get(name, {})
-                    else (None, str(answer.get(name, {}).get("error") or missing)) for name, _ in spec.codes})
+        codes: dict[str, tuple[FlexCost | None, str]] = {}
+        for name, _ in spec.codes:
+            given = answer.get(name, {})
+            codes[name] = ((FlexCost.from_dict(given["cost"]), "") if "cost" in given
+                           else (None, str(given.get("error") or missing)))
+        out.append(codes)
     return out
