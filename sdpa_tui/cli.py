@@ -11,6 +11,7 @@ from .commands.compare import add_compare_parser
 from .commands.devices_option import add_devices_option, resolve_devices
 from .commands.metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
+from .core.padded_lengths import lengths_for_padding, parse_lengths, parse_padding
 from .core.protocol.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .engine.host.spawned_main import spawn_children_without_the_script
@@ -87,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--duration", type=float, default=3.0, help="seconds to measure once ready (default 3)")
     report.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     report.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    padded = report.add_mutually_exclusive_group()
+    padded.add_argument("--lengths", metavar="LIST",
+                        help="a padded batch: each sequence's real length (512,384,200); the batch is their count, "
+                        "the padded length the longest (or --seq); SDPA runs with their key-padding mask, and packed "
+                        "attention (varlen_attn, nested jagged SDPA) on the real tokens is measured beside it")
+    padded.add_argument("--padding", metavar="FRACTION",
+                        help="a padded batch of --batch sequences of --seq with this share of the keys padding "
+                        "(0.25), the lengths drawn deterministically; as --lengths")
     report.add_argument("--inputs", metavar="FOLDER",
                         help="instead of a random workload: a call watch saved (its repro folder), run forward and "
                         "backward on every backend with its own tensors, each result checked and timed")
@@ -141,6 +150,11 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
         help="required: the query lengths, a list (128,256,512) or a range of powers of two from A to B "
         "(256:32768); --kv-seq follows each length unless given",
     )
+    g.add_argument(
+        "--padding", metavar="LIST", default=None,
+        help="instead of lengths: padding fractions of a padded batch (0,0.25,0.5,0.75) at one --seq, SDPA "
+        "against packed attention (varlen_attn, nested jagged SDPA) at each: where packing starts to pay",
+    )
     g.add_argument("--duration", type=float, default=1.0, help="seconds to measure each length once ready (default 1)")
     g.add_argument(
         "--stop-after-oom", action=argparse.BooleanOptionalAction, default=True,
@@ -174,11 +188,34 @@ def workload_from(args: argparse.Namespace) -> Workload:
     )
 
 
+def padded_workload(workload: Workload, args: argparse.Namespace, argv: Sequence[str]) -> Workload:
+    """``report --lengths`` or ``--padding``: the workload with its lengths (the padding mask); else as it is."""
+    text, fraction = getattr(args, "lengths", None), getattr(args, "padding", None)
+    if args.command != "report" or text is None and fraction is None:  # sweep's --padding is a list of its own
+        return workload
+    if workload.mask not in ("none", "padding"):
+        raise WorkloadError(f"--lengths and --padding give a key-padding mask; --mask/--causal ask for {workload.mask}")
+    if fraction is not None:
+        return workload.with_changes(mask="padding", lengths=lengths_for_padding(
+            workload.batch, workload.seq, parse_padding(fraction)))
+    lengths = parse_lengths(text)
+    if _given(argv, "--batch") and workload.batch != len(lengths):
+        raise WorkloadError(f"--lengths gives {len(lengths)} sequences; --batch says {workload.batch}")
+    padded = workload.seq if _given(argv, "--seq") else max(lengths)
+    kv = workload.kv_seq if _given(argv, "--kv-seq") else padded
+    return workload.with_changes(batch=len(lengths), seq=padded, kv_seq=kv, mask="padding", lengths=lengths)
+
+
+def _given(argv: Sequence[str], option: str) -> bool:
+    return any(word == option or word.startswith(option + "=") for word in argv)
+
+
 def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Workload, tuple[Backend, ...]]:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
-        workload = workload_from(args)
+        workload = padded_workload(workload_from(args), args, argv)
         backends = parse_backend_list(args.backends)
         args.priority = parse_priority(args.priority) if getattr(args, "priority", None) else ()
         if args.priority and getattr(args, "legacy_api", False):

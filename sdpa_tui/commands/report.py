@@ -8,13 +8,18 @@ import json
 from rich.console import Console
 
 from ..core.backends import Backend
+from ..core.calls.packed_alternative import lab_spec
+from ..core.calls.packed_alternative import refusal as packed_refusal
 from ..core.workload import Workload
 from ..engine.host.headless import EngineFailed, Progress, measure
+from ..engine.host.packed_cost_client import measure_packed
 from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 from ..exports.files.atomic import write_text_atomic
+from ..exports.lab.packed_rows import PackedRow, packed_rows
 from ..exports.lab.report_data import report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
 
+PACKED_TIMEOUT_S = 120.0
 TIMEOUT_S = 300.0
 """When this is up (engine start included), the report shows what it has, marked as few samples; it fails only
 with no number at all."""
@@ -40,11 +45,14 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             status.stop()
             err.print("[bold red]sdpa-tui:[/] interrupted; nothing is reported")
             return EXIT_INTERRUPTED
-    out.print(rich_report(session, out.width))
+    packed, unpacked = packed_alternatives(workload, args.device, err)
+    out.print(rich_report(session, out.width, packed))
+    if unpacked:
+        out.print(unpacked, soft_wrap=True, highlight=False)
     if session.incomplete:
         out.print(f"[bold yellow]{session.incomplete}[/]", soft_wrap=True, highlight=False)
-    for path, text in ((args.json, lambda: json.dumps(report_dict(session), indent=2) + "\n"),
-                       (args.markdown, lambda: markdown_report(session))):
+    for path, text in ((args.json, lambda: json.dumps(report_dict(session, packed), indent=2) + "\n"),
+                       (args.markdown, lambda: markdown_report(session, packed))):
         if not path:
             continue
         try:
@@ -55,3 +63,16 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             return EXIT_ENGINE
         err.print(f"wrote {path}")
     return 0
+
+
+def packed_alternatives(workload: Workload, device: str, err: Console) -> tuple[list[PackedRow], str]:
+    """A padded workload's packed attention (one child process): its rows, or the one line that says why it was
+    not measured ("", with no rows, for a workload that is not padded)."""
+    if not workload.lengths:
+        return [], ""
+    why = packed_refusal(device)
+    if why:
+        return [], f"packed attention (varlen_attn, nested jagged SDPA) not measured: {why}"
+    with err.status("measuring packed attention on the real tokens", spinner="dots"):
+        answer = measure_packed([lab_spec(workload, device)], PACKED_TIMEOUT_S)[0]
+    return packed_rows(answer), ""

@@ -12,14 +12,21 @@ import sys
 from rich.console import Console
 
 from ..core.backends import Backend
+from ..core.calls.packed_alternative import lab_spec
+from ..core.calls.packed_alternative import refusal as packed_refusal
+from ..core.lab.session import Session
+from ..core.padded_lengths import lengths_for_padding, parse_paddings
 from ..core.protocol.records import Environment
 from ..core.sweep.sweep_findings import crossovers
 from ..core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_workloads
 from ..core.sweep.sweep_points import Sweep
-from ..core.workload import Workload
+from ..core.workload import Workload, WorkloadError
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
+from ..engine.host.packed_cost_client import measure_packed
 from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..exports.files.atomic import write_text_atomic
+from ..exports.lab.packed_rows import packed_rows
+from ..exports.sweep.padding_sweep import PaddingPoint, padding_dict, padding_table
 from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep.sweep_terminal import progress_line, render
 
@@ -36,7 +43,65 @@ def plan(args: argparse.Namespace, workload: Workload) -> list[Workload]:
     return sweep_workloads(workload, parse_seqs(text), getattr(args, "kv_seq", None))
 
 
+def padding_plan(args: argparse.Namespace, workload: Workload) -> list[tuple[float, Workload]]:
+    """``--padding``'s fractions, each with its padded workload at the one ``--seq`` (the workload's where none)."""
+    seqs = parse_seqs(args.sweep_seq) if getattr(args, "sweep_seq", None) else (workload.seq,)
+    if len(seqs) != 1:
+        raise ValueError(f"--padding sweeps the padding at one length; --seq gives {len(seqs)}")
+    if workload.mask not in ("none", "padding"):
+        raise ValueError(f"--padding gives a key-padding mask; --mask/--causal ask for {workload.mask}")
+    base = workload.with_changes(seq=seqs[0], kv_seq=seqs[0])
+    return [(p, base.with_changes(mask="padding", lengths=lengths_for_padding(base.batch, base.seq, p)))
+            for p in parse_paddings(args.padding)]
+
+
+def run_padding_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
+    """SDPA's backends on each padded batch (one engine), then packed attention on each (one child process)."""
+    try:
+        plan_ = padding_plan(args, workload)
+    except (ValueError, WorkloadError) as exc:
+        sys.stderr.write(f"sdpa-tui: error: {exc}\n")
+        return EXIT_USAGE
+    out, err = Console(), Console(stderr=True)
+    if not out.is_terminal:
+        out = Console(width=160)
+    why = packed_refusal(args.device)
+    if why:  # nothing to compare: said in one line before an engine starts
+        err.print(f"[bold red]sdpa-tui:[/] packed attention is not measured here: {why}", highlight=False)
+        return EXIT_USAGE
+    sessions: list[Session] = []
+    with err.status("starting the engine", spinner="dots") as status:
+        series = measure_series([w for _, w in plan_], backends, args.device, duration_s=args.duration,
+                                timeout_s=TIMEOUT_PER_LENGTH_S,
+                                on_progress=lambda p: status.update(f"{p.text} · {p.elapsed_s:.0f} s"))
+        try:
+            sessions = list(series)
+        except EngineFailed as exc:
+            err.print(f"[bold red]sdpa-tui:[/] the engine failed: {exc}")
+            return EXIT_ENGINE
+        except KeyboardInterrupt:
+            err.print("[bold red]sdpa-tui:[/] interrupted")
+            return EXIT_INTERRUPTED
+        finally:
+            series.close()
+        status.update("measuring packed attention on the real tokens")
+        answers = measure_packed([lab_spec(w, args.device) for _, w in plan_], TIMEOUT_PER_LENGTH_S * len(plan_))
+    points = [PaddingPoint(p, session, tuple(packed_rows(answer)))
+              for (p, _), session, answer in zip(plan_, sessions, answers)]
+    out.print(padding_table(points))
+    if getattr(args, "json", None):
+        try:
+            write_text_atomic(args.json, json.dumps(padding_dict(points), indent=2) + "\n")
+            err.print(f"wrote {args.json}", highlight=False)
+        except OSError as exc:
+            err.print(f"[bold red]sdpa-tui: could not write {args.json}:[/] {exc.strerror or exc}", highlight=False)
+            return EXIT_ENGINE
+    return 0
+
+
 def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
+    if getattr(args, "padding", None) is not None:
+        return run_padding_sweep(args, workload, backends)
     try:
         workloads = plan(args, workload)
     except ValueError as exc:

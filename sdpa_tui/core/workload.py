@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from .padded_lengths import describe as describe_lengths
+
 DTYPES: dict[str, int] = {"fp16": 2, "bf16": 2, "fp32": 4}
 """Allowed dtypes and their size in bytes."""
 
@@ -41,8 +43,13 @@ class Workload:
     dtype: str = "fp16"
     mask: str = "none"
     direction: str = "fwd"
+    lengths: tuple[int, ...] = ()
+    """A padded batch's real lengths, one per sequence (``mask="padding"``, queries and keys alike): the key-padding
+    mask keeps each sequence's first ``lengths[b]`` keys; empty: the last eighth of every sequence is padding."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.lengths, tuple):  # a JSON list
+            object.__setattr__(self, "lengths", tuple(self.lengths) if isinstance(self.lengths, list) else self.lengths)
         validate(self)
 
     # -- derived -------------------------------------------------------------------------
@@ -99,7 +106,9 @@ class Workload:
             extras.append(f"kv heads {self.kv_heads}")
         if (kv_fixed if swept else self.kv_seq != self.seq):
             extras.append(f"kv len {self.kv_seq}")
-        if self.mask != "none":
+        if self.lengths:
+            extras.append(describe_lengths(self.lengths, self.kv_seq))
+        elif self.mask != "none":
             extras.append(self.mask)
         if self.backward:
             extras.append("fwd+bwd")
@@ -136,6 +145,7 @@ def validate(w: Workload) -> None:
         value = getattr(w, name)
         if not isinstance(value, str) or value not in choices:  # a JSON list is no dtype
             raise WorkloadError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    _validate_lengths(w)
     if w.heads % w.kv_heads:
         divisors = ", ".join(str(d) for d in range(1, w.heads + 1) if w.heads % d == 0)
         raise WorkloadError(
@@ -146,3 +156,19 @@ def validate(w: Workload) -> None:
             f"Q, K, V and the output would need {w.input_bytes / 2**30:,.1f} GiB; "
             f"the limit is {MAX_INPUT_BYTES >> 30} GiB"
         )
+
+
+def _validate_lengths(w: Workload) -> None:
+    if not w.lengths:
+        return
+    if not isinstance(w.lengths, tuple) or not all(isinstance(n, int) and not isinstance(n, bool) for n in w.lengths):
+        raise WorkloadError(f"lengths must be whole numbers, got {w.lengths!r}")
+    if w.mask != "padding":
+        raise WorkloadError(f"lengths are a padded batch's: they need the padding mask, not {w.mask}")
+    if len(w.lengths) != w.batch:
+        raise WorkloadError(f"lengths give {len(w.lengths)} sequences; the batch has {w.batch}")
+    if w.seq != w.kv_seq:
+        raise WorkloadError(f"lengths are the queries' and the keys' alike: seq ({w.seq}) must equal kv_seq ({w.kv_seq})")
+    if not all(1 <= n <= w.kv_seq for n in w.lengths):
+        raise WorkloadError(f"each length must be from 1 to the padded length {w.kv_seq:,}, got "
+                            f"{', '.join(f'{n:,}' for n in w.lengths if not 1 <= n <= w.kv_seq)}")

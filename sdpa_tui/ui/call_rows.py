@@ -132,11 +132,12 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
     lines = ["", f"alternatives (lab, {advice.clock} clock, measured as {advice.measured_as}):"]
     for a in advice.alternatives:
         clock = a.gpu_us if advice.clock == "gpu" else a.eager_us
+        shown = duration(clock) if clock is not None or a.eager_us is None else f"{duration(a.eager_us)} eager"
         name = backend_label(a.backend) + ("" if a.variant == "backend" or a.leaves_sdpa else f" via {a.variant}")
         exact = ("" if a.exact else ", changes numerics") + (", leaves SDPA" if a.leaves_sdpa else "")
         err = f", err {a.error:.1e}" if a.error is not None else ""
         first = f", its first call {a.first_call_s:.1f} s (compiling)" if a.first_call_s is not None else ""
-        lines.append(f"  {name:<28} {duration(clock):>10}{err}{exact}{first}")
+        lines.append(f"  {name:<28} {shown:>10}{err}{exact}{first}")
     if advice.best is not None:
         saving = advice.saving_us_per_call or 0.0
         lines += [f"best    {backend_label(advice.best.backend)}: saves {duration(saving)} per call, "

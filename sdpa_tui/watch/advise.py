@@ -37,14 +37,18 @@ from ..core.calls.call_code import (
 )
 from ..core.calls.compiled_twins import cost_spec
 from ..core.calls.flex_alternative import FlexSpec, flex_alternative, flex_spec
+from ..core.calls.packed_alternative import LABELS, PackedSpec, packed_alternative, packed_spec
+from ..core.calls.packed_alternative import refusal as packed_refusal
 from ..core.calls.watch_lab import lab_workload
 from ..core.calls.watch_report import CallRow, WatchReport
 from ..core.lab.session import Session
+from ..core.padded_lengths import from_histogram, typical
 from ..core.workload import Workload, WorkloadError
 from ..engine.host.code_check_client import check_codes
 from ..engine.host.compiled_cost_client import measure_compiled
 from ..engine.host.flex_cost_client import measure_flex
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
+from ..engine.host.packed_cost_client import measure_packed
 from .advice_progress import StderrProgress
 
 SECONDS_PER_SIGNATURE = 1.0
@@ -68,6 +72,9 @@ VM, 2026-11-27, most of it importing torch)."""
 FLEX_AT_LEAST_S = 5.0
 """FlexAttention (and a compiled call alone) is not started with less of the budget left: it compiles at its first
 call, 4.5-13.5 s per shape on the H100, about 20 s on a loaded 2-core CPU."""
+PACKED_AT_LEAST_S = 2.0
+"""Packed attention (``varlen_attn``, nested jagged SDPA) is not started with less of the budget left: it compiles
+nothing, its code is checked and timed in a second or two per workload."""
 
 
 def rewritten(mask_causal: bool, workload: Workload) -> list[tuple[str, Workload]]:
@@ -133,6 +140,38 @@ def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: li
     return out
 
 
+def padded_spec(row: CallRow, workload: Workload) -> PackedSpec | str | None:
+    """Packed attention's spec for a padded row, on the lengths of its typical sampled batch; why not; or None (not a
+    padded call)."""
+    histogram = typical(row.lengths, workload.kv_seq)
+    return packed_spec(workload, row.signature, call_mask_form(row), from_histogram(histogram) if histogram else ())
+
+
+def packed_costs(specs: dict[int, PackedSpec], say: Callable[[str], None], notes: list[str],
+                 describe: Callable[[int], str], timeout_s: float) -> dict[int, list[Measured]]:
+    """Packed attention at each padded row's lengths (one child process for all; equal specs measured once): each
+    code run and compared with the call's output on the real rows first (``engine/costs/packed_cost.py``). A reason
+    shared by several rows (this torch has no varlen_attn) is one note."""
+    if not specs:
+        return {}
+    unique = list(dict.fromkeys(specs.values()))
+    say(f"sdpa-tui watch: measuring packed attention (varlen_attn, nested jagged SDPA) at {len(unique)} workload(s)")
+    answers = dict(zip(unique, measure_packed(unique, timeout_s)))
+    out: dict[int, list[Measured]] = {}
+    refused: dict[tuple[str, str], list[str]] = {}
+    for i, spec in specs.items():
+        for name, (cost, why) in answers[spec].items():
+            if cost is None:
+                refused.setdefault((name, why), []).append(describe(i))
+                continue
+            out.setdefault(i, []).append(packed_alternative(name, cost, spec))
+            if cost.note:
+                notes.append(f"{describe(i)}: {LABELS[name]} {cost.note}")
+    for (name, why), rows in refused.items():
+        notes.append(f"{rows[0] if len(rows) == 1 else f'{len(rows)} signatures'}: {LABELS[name]} not offered: {why}")
+    return out
+
+
 def call_mask_form(row: CallRow) -> str:
     """The row's mask form; a call with no mask needs no reading of it."""
     if row.mask_form:
@@ -172,6 +211,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     notes: list[str] = []
     by_device: dict[str, list[tuple[int, str, Workload, list[str]]]] = {}
     flex_specs: dict[int, FlexSpec] = {}
+    packed_specs: dict[int, PackedSpec] = {}
+    unpacked: list[str] = []  # why packed attention is measured nowhere in the run (the CPU): one line each
     changes: dict[int, list[tuple[str, Workload]]] = {}
     to_check: dict[int, CodesToCheck] = {}
     for i, row in enumerate(report.rows):
@@ -180,6 +221,16 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
         except WorkloadError as exc:
             notes.append(f"{row.signature.describe()}: {exc}")
             continue
+        if not row.compiled:
+            padded = padded_spec(row, workload)
+            if isinstance(padded, PackedSpec):
+                workload = padded.workload  # the lab measures SDPA on the call's own lengths too
+                if (why_not := packed_refusal(row.signature.device)) is None:
+                    packed_specs[i] = padded
+                elif why_not not in unpacked:
+                    unpacked.append(why_not)
+            elif padded is not None:
+                notes.append(f"{row.signature.describe()}: packed attention not offered: {padded}")
         by_device.setdefault(row.signature.device, []).append((i, "", workload, differences))
         # a rewrite inside a compiled graph is not what the graph would run: not measured
         changes[i] = [] if row.compiled else rewritten(row.mask_causal, workload)
@@ -190,6 +241,7 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
                 notes.append(f"{row.signature.describe()}: FlexAttention not offered: {spec}")
             else:
                 flex_specs[i] = spec
+    notes += [f"packed attention not offered for the padded calls: {why}" for why in unpacked]
     if to_check:
         say(f"sdpa-tui watch: running the advice's code against {len(to_check)} call(s) before it is offered")
     checking = time.monotonic()
@@ -247,10 +299,20 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             told(next(iter(device_flex)), "FlexAttention: its code run, compared with the call's output, timed")
         flexed = flex_costs(device_flex, say, notes, lambda i: report.rows[i].signature.describe(),
                             max(1.0, deadline - time.monotonic()))
+        device_packed = {i: spec for i, spec in packed_specs.items() if spec.device == device and i in measured}
+        if device_packed and deadline - time.monotonic() < PACKED_AT_LEAST_S:
+            notes.append(f"packed attention not measured: less than {PACKED_AT_LEAST_S:.0f} s of the budget of "
+                         f"{budget:.0f} s was left (--advice-budget SECONDS gives more)")
+            device_packed = {}
+        if device_packed:
+            told(next(iter(device_packed)), "packed attention: its code run, compared on the real rows, timed")
+        packed = packed_costs(device_packed, say, notes, lambda i: report.rows[i].signature.describe(),
+                              max(1.0, deadline - time.monotonic()) + OVER_BUDGET_SHARE * budget)
         for i, (session, differences) in measured.items():
             row = report.rows[i]
+            outside = ([flexed[i]] if i in flexed else []) + packed.get(i, [])
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
-                               refused_backends(row.why_not), [flexed[i]] if i in flexed else (),
+                               refused_backends(row.why_not), outside,
                                {b.value: checked[i][b.value] for b in ALL_BACKENDS if b.value in checked[i]})
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)

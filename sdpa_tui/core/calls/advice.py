@@ -162,11 +162,14 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
         return SignatureAdvice(alternatives, current, clock, None,
                                note=f"{current or 'its backend'} did not run in the lab at this shape", measured_as=common.measured_as, differences=common.differences)
     ours = _summary(now, clock)
-    candidates = [(a, _summary(rows[Backend(a.backend)], clock)) for a in backends
+    candidates = [(a, _summary(rows[Backend(a.backend)], clock), ours, clock) for a in backends
                   if a.backend != current and a.backend not in refused and a.code]
-    candidates += [(a, _summary(r, clock)) for a, r in changed if a.exact]
-    candidates += [(m.alternative, m.summary(clock)) for m in outside if m.alternative.exact]
-    winners = sorted(((s.median, i) for i, (_, s) in enumerate(candidates) if s and ours and beats(s, ours)))
+    candidates += [(a, _summary(r, clock), ours, clock) for a, r in changed if a.exact]
+    candidates += [_outside_candidate(m, now, clock) for m in outside if m.alternative.exact]
+    # the largest saving first: on one clock, the fastest; an alternative with no GPU/call is held against the
+    # call's backend on the eager clock
+    winners = sorted((theirs.median - s.median, -s.median, -i) for i, (_, s, theirs, _) in enumerate(candidates)
+                     if s and theirs and beats(s, theirs))
     current_us = ours.median if ours else None
     if not winners:
         faster = [b for b, r in rows.items() if b.value in refused and ours and (s := _summary(r, clock))
@@ -175,8 +178,20 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
             f"; {b.label} was faster in the lab, but torch refuses it for this call: {refused[b.value]}"
             for b in faster)
         return SignatureAdvice(alternatives, current, clock, current_us, note=note, measured_as=common.measured_as, differences=common.differences)
-    best_us, index = winners[0]
-    return SignatureAdvice(alternatives, current, clock, current_us, candidates[index][0], best_us, measured_as=common.measured_as, differences=common.differences)
+    index = -winners[-1][2]
+    best, best_summary, theirs, best_clock = candidates[index]
+    assert best_summary is not None and theirs is not None  # a winner has both
+    return SignatureAdvice(alternatives, current, best_clock, theirs.median, best, best_summary.median,
+                           measured_as=common.measured_as, differences=common.differences)
+
+
+def _outside_candidate(m: Measured, now: BackendRow, clock: str) -> tuple[Alternative, Summary | None,
+                                                                           Summary | None, str]:
+    """An alternative measured apart, with the call's backend's summary on the clock they share: the advice's, or
+    the eager one where it has no GPU/call (code that waits for the GPU in every call: packed attention)."""
+    if m.summary(clock) is None and clock == "gpu":
+        return m.alternative, m.eager, now.eager_us, "eager"
+    return m.alternative, m.summary(clock), _summary(now, clock), clock
 
 
 def undecided_backends(session: Session, current: str | None, refused: dict[str, str] | None = None) -> list[str]:

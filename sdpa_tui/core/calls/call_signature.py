@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-_DTYPE_NAMES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64"}
+DTYPE_NAMES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "torch.float64": "fp64"}
 
 
 def dtype_name(dtype: str) -> str:
     """torch's spelling → the short one (``torch.float16`` → ``fp16``); others pass through."""
-    return _DTYPE_NAMES.get(dtype, dtype)
+    return DTYPE_NAMES.get(dtype, dtype)
 
 
 @dataclass(frozen=True)

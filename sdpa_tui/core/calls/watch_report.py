@@ -21,6 +21,7 @@ from .compiled_twins import EagerTwin, eager_twin
 from .flex_alternative import FLEX, FLEX_LABEL
 from .mask_forms import OTHER
 from .module_paths import collapse
+from .packed_alternative import LABELS as PACKED_LABELS
 from .rank_rows import RankCell, merge_key, per_rank, rank_note
 from .watched_calls import CallStats, Captures, OutputCheck, ProcessState, UninspectedCalls
 
@@ -46,6 +47,8 @@ def backend_label(name: str | None) -> str:
         return "none"
     if name == FLEX:
         return FLEX_LABEL
+    if name in PACKED_LABELS:
+        return PACKED_LABELS[name]
     for backend in ALL_BACKENDS:
         if backend.value == name:
             return backend.label
@@ -104,6 +107,7 @@ class CallRow:
     sites_sampled: bool = False  # the per-site counts are estimated from sampled calls
     contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
     mask_form: str = ""  # its mask as core/mask_forms names it, read at the first call ("": not read)
+    lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
 
     @property
     def contended(self) -> bool:
@@ -161,6 +165,7 @@ class CallRow:
             "eager_twin": self.eager_twin.to_dict() if self.eager_twin else None,
             "sites": [{"site": site, "count": n} for site, n in self.sites], "sites_sampled": self.sites_sampled,
             "contended_calls": self.contended_calls, "contended": self.contended,
+            "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
         }
 
 
@@ -230,7 +235,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             rank_note=rank_note(cells), decomposed=compiled and all(st.decomposed for st in stats),
             mask_strides=first.mask_strides, sites=merged_sites(stats),
             sites_sampled=any(st.sites_sampled for st in stats), contended_calls=sum(st.contended_calls for st in stats),
-            mask_form=_one_form(st.mask_form for st in stats),
+            mask_form=_one_form(st.mask_form for st in stats), lengths=tuple(h for st in stats for h in st.lengths),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)

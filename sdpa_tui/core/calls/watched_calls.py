@@ -30,6 +30,11 @@ def _floats(values: Any) -> list[float]:
     return [float(x) for x in values or ()]
 
 
+def lengths_from(value: Any) -> list[dict[int, int]]:
+    """Lengths histograms as JSON has them (lengths as text keys)."""
+    return [{int(n): int(times) for n, times in h.items()} for h in value or ()]
+
+
 @dataclass
 class BackwardStats:
     """The gradient of a signature's profiled calls: the backend that ran it, its time, its kernels."""
@@ -134,6 +139,8 @@ class CallStats:
     sites_sampled: bool = False
     contended_calls: int = 0  # made while the host was busy beyond the program (counted by the parent, not sent)
     mask_form: str = ""  # the first call's mask, as core/mask_forms names it ("": not read)
+    # key-padding masks: the real lengths of sampled calls' batches, each as a histogram (length -> sequences)
+    lengths: list[dict[int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -148,6 +155,7 @@ class CallStats:
             "profiled_us": self.profiled_us, "compiled": self.compiled, "count_exact": self.count_exact,
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
             "contended_calls": self.contended_calls, "mask_form": self.mask_form,
+            "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
         }
 
     @classmethod
@@ -168,6 +176,7 @@ class CallStats:
             sites={str(site): int(n) for site, n in (d.get("sites") or {}).items()},
             sites_sampled=bool(d.get("sites_sampled", False)),
             contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
+            lengths=lengths_from(d.get("lengths")),
         )
 
     def site_counts(self) -> dict[str, float]:

@@ -10,7 +10,7 @@ from ...core.calls.call_signature import CallSignature, dtype_name
 from ...core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING
 from ...core.calls.watched_calls import OUTPUT_TOLERANCE
 from ..measuring.quality import compare
-from ..measuring.sdpa_call import Inputs
+from ..measuring.sdpa_call import Inputs, kept_keys
 
 DIFFERS = "its output differs from the call's SDPA output on the same inputs"
 
@@ -27,8 +27,7 @@ def call_mask(inputs: Inputs, mask_form: str) -> tuple[torch.Tensor | None, bool
         return None, True, None
     if mask_form not in (KEY_PADDING, CAUSAL_KEY_PADDING):
         return None, False, None
-    key_keep = torch.ones(w.batch, w.kv_seq, dtype=torch.bool, device=inputs.q.device)
-    key_keep[:, w.kv_seq - w.kv_seq // 8:] = False  # as the lab's key-padding mask (calls.Inputs)
+    key_keep = kept_keys(w, inputs.q.device)  # as the lab's key-padding mask (calls.Inputs)
     mask = key_keep[:, None, None, :]
     if mask_form == CAUSAL_KEY_PADDING:
         mask = mask & _triangle(inputs)

@@ -28,19 +28,11 @@ import torch.nn.functional as F
 
 from ...core.calls.flex_alternative import FlexCost, FlexSpec, refusal
 from ..measuring import cpu_threads
-from ..measuring.call_memory import peak_extra_bytes
-from ..measuring.clocks import GraphClock, calls_for, eager_us
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs
 from .call_match import DiffersFromTheCall, call_mask, matched
-from .compiled_cost import profiled_kernel_us
-
-SAMPLES = 15
-"""Samples per clock: at least the advice's ``MIN_SAMPLES``, so the noise rule can judge FlexAttention."""
-EAGER_TARGET_US = 2_000.0
-"""One eager sample lasts about this long (at most 64 calls)."""
-GRAPH_REPLAYS = 4
+from .code_clocks import answer_line, timed
 
 
 def run_code(spec: FlexSpec, inputs: Inputs, key_keep: torch.Tensor | None) -> Callable[[], torch.Tensor]:
@@ -90,21 +82,9 @@ def measure(spec: FlexSpec) -> FlexCost:
                                              enable_gqa=inputs.workload.gqa)
     agreement = matched(result, own, inputs.q.dtype)
     error, _ = compare(result, reference_output(inputs, attn_mask=attn_mask, is_causal=causal))
-    peak = peak_extra_bytes(step, device)
-    per_call = eager_us(step, device, 3)
-    calls = calls_for(EAGER_TARGET_US, per_call, 64)
-    eager = tuple(eager_us(step, device, calls) for _ in range(SAMPLES))
-    gpu: tuple[float, ...] = ()
-    kernel, note = None, ""
-    if device.type == "cuda":
-        clock = GraphClock(step, device, per_call)
-        if clock.method == "graph":
-            gpu = tuple(clock.sample(GRAPH_REPLAYS) for _ in range(SAMPLES))
-        else:
-            note = f"no GPU/call: the CUDA graph could not be captured ({clock.capture_error})"
-        clock.release()
-        kernel = profiled_kernel_us(step)
-    return FlexCost(eager, gpu, kernel, error, None if peak is None else peak / 2**20, compile_s, note, agreement)
+    clocks = timed(step, device)
+    return FlexCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, compile_s, clocks.note,
+                    agreement)
 
 
 def main() -> int:
@@ -112,12 +92,7 @@ def main() -> int:
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so FlexAttention is timed as the backends were
     for spec in specs:
         why = refusal(spec.workload, spec.device)
-        try:
-            answer = {"error": why} if why else {"cost": measure(spec).to_dict()}
-        except DiffersFromTheCall as exc:
-            answer = {"error": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - one workload's failure is its answer; the next is measured
-            answer = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+        answer = {"error": why} if why else answer_line(measure, spec, (DiffersFromTheCall,))
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
     return 0

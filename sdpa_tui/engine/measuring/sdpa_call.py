@@ -24,6 +24,17 @@ def forced(backends: tuple[Backend, ...]):
     return sdpa_kernel([sdp_backend(b) for b in backends])
 
 
+def kept_keys(w: Workload, device: torch.device) -> torch.Tensor:
+    """The [batch, kv_len] key-padding mask of a padded workload, True at a kept key: each sequence's first
+    ``w.lengths[b]`` keys, or where the workload gives no lengths, all but the last eighth."""
+    if w.lengths:
+        lengths = torch.tensor(w.lengths, device=device)
+        return torch.arange(w.kv_seq, device=device)[None, :] < lengths[:, None]
+    keep = torch.ones(w.batch, w.kv_seq, dtype=torch.bool, device=device)
+    keep[:, w.kv_seq - w.kv_seq // 8 :] = False
+    return keep
+
+
 @dataclass
 class Inputs:
     """Q, K, V (and mask, output gradient) of one workload on one device."""
@@ -48,9 +59,7 @@ class Inputs:
         q, k, v = tensor(w.heads, w.seq), tensor(w.kv_heads, w.kv_seq), tensor(w.kv_heads, w.kv_seq)
         mask = None
         if w.mask == "padding":
-            # Key padding: the last eighth of every sequence's keys is padding.
-            mask = torch.ones(w.batch, 1, 1, w.kv_seq, dtype=torch.bool, device=device)
-            mask[..., w.kv_seq - w.kv_seq // 8 :] = False
+            mask = kept_keys(w, device)[:, None, None, :]
         grad_out = None
         if w.backward:
             grad_out = torch.randn(w.batch, w.heads, w.seq, w.head_dim, generator=gen, device=device, dtype=dtype)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -135,7 +136,7 @@ def backend_dict(row: BackendRow) -> dict[str, Any]:
     }
 
 
-def report_dict(session: Session) -> dict[str, Any]:
+def report_dict(session: Session, packed: Sequence[Any] = ()) -> dict[str, Any]:
     """The document ``report --json`` writes (and snapshots extend)."""
     model = ReportModel.of(session)
     env = session.environment
@@ -168,6 +169,7 @@ def report_dict(session: Session) -> dict[str, Any]:
         "engine_errors": list(session.errors),
         "incomplete": session.incomplete or None,
         "startup": startup_dict(session),
+        "packed_alternatives": [row.to_dict() for row in packed],  # exports/lab/packed_rows.PackedRow
     }
 
 

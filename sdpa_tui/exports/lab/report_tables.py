@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console, Group
@@ -14,6 +15,7 @@ from ...core.lab.report_model import ReportModel
 from ...core.lab.session import BackendRow, Session
 from ...core.protocol.records import Environment
 from ...core.status import Status
+from .packed_rows import SHORT, PackedRow, packed_lines
 from .report_data import STATUS_TEXT, faster_lines, fmt_error, fmt_num, fmt_tflops, fmt_us, status_text, verdicts
 
 COLUMNS = (
@@ -169,7 +171,7 @@ DROP_ORDER = ("err", "%pk", "k/call")
 
 
 def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kernel_width: int | None,
-                    dropped: tuple[str, ...] = ()) -> Table:
+                    dropped: tuple[str, ...] = (), packed: Sequence[PackedRow] = ()) -> Table:
     """The table, with a main kernel column of at most ``kernel_width`` characters (None: no such column)."""
     wide = kernel_width is not None
     table = Table(
@@ -188,6 +190,12 @@ def _terminal_table(session: Session, rows: list[BackendRow], notes: dict, kerne
         cells["status"] = SHORT_STATUS.get(row.status, row.status)
         values = [cells[TERMINAL_SOURCE.get(h, h)] for h in headers]
         table.add_row(*values, style=None if row.status == Status.OK else "dim")
+    for alternative in packed:  # not SDPA backends: named as alternatives
+        cells = alternative.cells()
+        cells["backend"] = alternative.label if wide else SHORT[alternative.name]
+        cells["status"] = "ok" if alternative.cost else "not run"
+        table.add_row(*[cells[TERMINAL_SOURCE.get(h, h)] for h in headers],
+                      style="italic" if alternative.cost else "dim italic")
     return table
 
 
@@ -196,35 +204,37 @@ def _table_width(table: Table, width: int) -> int:
     return Measurement.get(console, console.options, table).maximum
 
 
-def rich_report(session: Session, width: int = 160) -> Group:
+def rich_report(session: Session, width: int = 160, packed: Sequence[PackedRow] = ()) -> Group:
     """The table for a terminal of ``width`` columns: short cells, reasons and verdicts below it.
 
     Numbers are never shortened: the main kernel column shrinks to what they leave, and when
-    that is too little to read, the main kernels move under the table.
+    that is too little to read, the main kernels move under the table. ``packed``: packed attention's rows (a padded
+    workload), below the backends.
     """
     model = ReportModel.of(session)
     notes = verdicts(model)
     rows = list(model.rows)
-    table = _terminal_table(session, rows, notes, KERNEL_COLUMN_MAX)
+    table = _terminal_table(session, rows, notes, KERNEL_COLUMN_MAX, packed=packed)
     excess = _table_width(table, width) - width
     wide = True
     if excess > 0:
         longest = max(len("main kernel"), *(len(r.main_kernel or "–") for r in rows))
         kernel_width = min(longest, KERNEL_COLUMN_MAX) - excess
         wide = kernel_width >= KERNEL_COLUMN_MIN
-        table = _terminal_table(session, rows, notes, kernel_width if wide else None)
+        table = _terminal_table(session, rows, notes, kernel_width if wide else None, packed=packed)
         dropped: tuple[str, ...] = ()
         for column in DROP_ORDER:
             if wide or _table_width(table, width) <= width:
                 break
             dropped += (column,)
-            table = _terminal_table(session, rows, notes, None, dropped)
+            table = _terminal_table(session, rows, notes, None, dropped, packed)
     env_notes = session.environment.dispatch_env.notes() if session.environment else []
     lines: list = [Text(environment_line(session.environment)),
                    Text(dispatch_env_line(session.environment), style="yellow" if env_notes else "dim"),
                    table, Text(dispatch_line(session))]
     faster_style = "bold yellow" if model.faster else ""
     lines += [Text(line, style=faster_style) for line in faster_lines(model)]
+    lines += [Text(line) for line in packed_lines(session, packed)]
     if not wide:
         lines += [Text(f"{r.backend.label} main kernel: {r.main_kernel}") for r in rows if r.main_kernel]
     for row in rows:
@@ -239,7 +249,7 @@ def rich_report(session: Session, width: int = 160) -> Group:
     return Group(*lines)
 
 
-def markdown_report(session: Session) -> str:
+def markdown_report(session: Session, packed: Sequence[PackedRow] = ()) -> str:
     model = ReportModel.of(session)
     notes = verdicts(model)
     out = [
@@ -256,7 +266,11 @@ def markdown_report(session: Session) -> str:
         cells = [c.replace("|", "\\|") for c in row_cells(row, notes[row.backend])]
         cells[2] = f"`{cells[2]}`" if row.main_kernel else cells[2]
         out.append("| " + " | ".join(cells) + " |")
+    for alternative in packed:
+        cells = [c.replace("|", "\\|") for c in alternative.cells().values()]
+        out.append("| " + " | ".join([f"*{alternative.label}*", *cells[1:]]) + " |")
     out += ["", dispatch_line(session), ""]
+    out += [f"- {line}" for line in packed_lines(session, packed)] + ([""] if packed else [])
     lines, named = faster_lines(model), len(model.faster)
     out += [f"**{line}**" if i < named else line for i, line in enumerate(lines)] + ([""] if lines else [])
     out += [f"- {line}" for line in context_lines(model)] + [""]

@@ -28,7 +28,7 @@ from ...core.traces.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREF
 from ..state_socket import REPRO_DIR_ENV, StateSender
 from .checks import output_check, repro
 from .checks.gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
-from .explain import choice, origin
+from .explain import choice, origin, padding
 from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
 from .kernels.bursts import KernelBursts
@@ -176,6 +176,8 @@ class Probe:
             entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
         elif timed:
             keep_sample(entry.stats.host_us, us)
+        if padding.due(count, entry.stats):  # after the timing: not the call's time
+            padding.read_lengths(entry.stats, mask)
         if check and output_check.due(count, entry.stats.check):  # after the timing: not the call's time
             output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)

@@ -1,0 +1,169 @@
+"""Packed attention as the alternative for a padded batch: the real tokens gathered out of the padded Q, K, V, attention
+run on them alone, the output scattered back (zeros at the padding). Two ways: ``varlen_attn``
+(``torch.nn.attention.varlen``, torch 2.10+, CUDA only: Flash's variable-length kernel) and SDPA on jagged nested
+tensors (``torch.nested``, ``layout=torch.jagged``). The code written here is the one source: the measuring child
+(``engine/costs/packed_cost.py``) runs exactly this text on the call's shapes with the call's own lengths, holds its
+output against the call's SDPA output on the real rows (the padded rows' outputs are thrown away by the program), and
+times all of it, the packing and unpacking included; the advice shows the same text.
+
+Which calls: a key-padding mask, or causal and key padding (``core/mask_forms``), of self-attention (queries and
+keys of one length: the query rows kept are the keys kept). The kept keys need not be a prefix: right padding, left
+padding and holes are packed alike (the order of the kept tokens is kept, so causal stays causal). The real lengths
+are those the probe read from the call's mask on sampled calls (``core/padded_lengths``).
+
+Pure: the measurement comes back as a :class:`~.flex_alternative.FlexCost` (the same clocks and samples; its
+``compile_s`` is the first call's time here, not shown), made a :class:`~.advice.Measured` by
+:func:`packed_alternative`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..stats import Summary
+from ..workload import Workload
+from .advice import Alternative, Measured
+from .call_signature import DTYPE_NAMES, CallSignature
+from .flex_alternative import FlexCost
+from .mask_forms import CAUSAL_KEY_PADDING, KEY_PADDING
+
+VARLEN = "VARLEN_ATTN"
+NESTED = "NESTED_JAGGED"
+LABELS = {VARLEN: "varlen_attn (packed)", NESTED: "nested jagged SDPA (packed)"}
+"""The alternatives' names (not SDPA backends: ``backend_label`` shows these)."""
+VARIANTS = {VARLEN: "varlen", NESTED: "nested"}
+PACKED_FORMS = (KEY_PADDING, CAUSAL_KEY_PADDING)
+VARLEN_SINCE = (2, 10)
+NEEDS_CUDA = "varlen_attn runs on CUDA only (Flash's kernel; torch on the CPU raises NotImplementedError)"
+
+
+@dataclass(frozen=True)
+class PackedSpec:
+    """What to run and measure: the codes (by name, :data:`VARLEN` and :data:`NESTED`) at the lab workload of a call
+    (its shapes, with ``lengths``: the real lengths of one of its sampled batches), on its device, with a mask of the
+    call's form and kind as the call passed it (``mask``: "bool" or "float"; ``mask_dims``)."""
+
+    workload: Workload
+    device: str
+    mask_form: str
+    mask: str
+    mask_dims: int
+    scale: float | None
+    codes: tuple[tuple[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": asdict(self.workload), "device": self.device, "mask_form": self.mask_form,
+                "mask": self.mask, "mask_dims": self.mask_dims, "scale": self.scale,
+                "codes": [list(c) for c in self.codes]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PackedSpec":
+        return cls(Workload.from_dict(d["workload"]), d["device"], d["mask_form"], d["mask"], int(d["mask_dims"]),
+                   d.get("scale"), tuple((str(n), str(c)) for n, c in d["codes"]))
+
+
+def packed_spec(workload: Workload, signature: CallSignature, mask_form: str,
+                lengths: tuple[int, ...]) -> PackedSpec | str | None:
+    """The spec of a padded call, why packing is not offered for it, or None where the call is not padded."""
+    if mask_form not in PACKED_FORMS:
+        return None
+    if workload.seq != workload.kv_seq:
+        return (f"its queries ({workload.seq}) and keys ({workload.kv_seq}) differ in length: packing here is "
+                "self-attention's, the query rows kept being the keys kept")
+    if signature.dropout_p:
+        return "the call has dropout: varlen_attn and the packed code here run none"
+    if not lengths:
+        return "no lengths were read from its mask"
+    if len(lengths) != workload.batch:
+        return f"its mask gave {len(lengths)} lengths for a batch of {workload.batch}"
+    dims = len(signature.mask_shape or ())
+    if dims != 4:  # a mask of fewer dimensions broadcasts over the batch: every sequence would have one length
+        return f"its mask has {dims} dimensions: the packing here reads a [batch, heads, rows, keys] mask"
+    padded = workload.with_changes(lengths=tuple(lengths))
+    return PackedSpec(padded, signature.device, mask_form, signature.mask, dims, _scale(signature.scale),
+                      ((VARLEN, varlen_code(signature, mask_form)), (NESTED, nested_code(signature, mask_form))))
+
+
+def _scale(scale: Any) -> float | None:
+    return None if scale is None else float(scale)
+
+
+def keep_line(signature: CallSignature) -> str:
+    """``keep``: [batch, length], True at the real tokens, from the call's 4-d ``attn_mask`` (its first head's last
+    query row: every key that padding does not hide, in a causal mask too; a float mask keeps where it is 0)."""
+    row = "attn_mask[:, 0, -1]"
+    if signature.mask == "float":
+        row = f"({row} == 0)"
+    return (f"keep = {row}.expand(q.shape[0], -1)  # [batch, length]: True at the real tokens (one batch's; "
+            "the same for every layer)")
+
+
+UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((keep,), packed).transpose(1, 2)  "
+          "# zeros at the padded rows")
+PACK = "*(t.transpose(1, 2)[keep] for t in (q, k, v))"
+
+
+def _keywords(signature: CallSignature, causal: str) -> str:
+    words = [causal] if causal else []
+    if signature.gqa:
+        words.append("enable_gqa=True")
+    if signature.scale is not None:
+        words.append(f"scale={signature.scale!r}")
+    return "".join(f", {w}" for w in words)
+
+
+def varlen_code(signature: CallSignature, mask_form: str) -> str:
+    """Pack, ``varlen_attn``, unpack: the lines that replace the SDPA call (``q, k, v``, ``attn_mask`` in scope;
+    ``out`` its result, [batch, heads, length, head dim] as SDPA's). Causal is ``window_size=(-1, 0)`` (torch 2.12+;
+    2.10 and 2.11 took ``is_causal=True``)."""
+    causal = "window_size=(-1, 0)" if mask_form == CAUSAL_KEY_PADDING else ""
+    return "\n".join([
+        "from torch.nn.attention.varlen import varlen_attn",
+        keep_line(signature),
+        "lengths = keep.sum(-1, dtype=torch.int32)",
+        "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
+        "longest = int(lengths.max())  # waits for the GPU",
+        f"packed = varlen_attn({PACK}, cu_seq, cu_seq, longest, longest{_keywords(signature, causal)})",
+        UNPACK,
+    ])
+
+
+def nested_code(signature: CallSignature, mask_form: str) -> str:
+    """Pack into jagged nested tensors, SDPA on them, unpack (names as :func:`varlen_code`)."""
+    causal = "is_causal=True" if mask_form == CAUSAL_KEY_PADDING else ""
+    return "\n".join([
+        keep_line(signature),
+        "offsets = F.pad(keep.sum(-1).cumsum(0), (1, 0))",
+        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[keep], offsets).transpose(1, 2) "
+        "for t in (q, k, v)]",
+        f"packed = F.scaled_dot_product_attention(*nested{_keywords(signature, causal)}).transpose(1, 2).values()",
+        UNPACK,
+    ])
+
+
+def refusal(device: str) -> str | None:
+    """Why packed attention is not measured on this device at all (one line for the run), or None."""
+    return None if device.startswith("cuda") else NEEDS_CUDA
+
+
+def packed_alternative(name: str, cost: FlexCost, spec: PackedSpec) -> Measured:
+    """The alternative as the advice lists it (it leaves SDPA), with its eager and GPU/call summaries for the noise
+    rule; the code is the spec's, the text the measuring ran."""
+    eager, gpu = Summary.of(cost.eager_us), Summary.of(cost.gpu_us)
+    code = dict(spec.codes)[name]
+    alternative = Alternative(VARIANTS[name], name, cost.kernel_us, gpu.median if gpu else None,
+                              eager.median if eager else None, cost.error, cost.peak_mib, code,
+                              leaves_sdpa=True)  # its first call compiles nothing: not said apart
+    return Measured(alternative, eager, gpu)
+
+
+def lab_spec(workload: Workload, device: str) -> PackedSpec:
+    """The spec of a lab workload with lengths (``report --lengths``): the call the lab measures, a boolean
+    [batch, 1, 1, keys] key-padding mask."""
+    w = workload
+    dtype = next(torch_name for torch_name, short in DTYPE_NAMES.items() if short == w.dtype)
+    signature = CallSignature((w.batch, w.heads, w.seq, w.head_dim), (w.batch, w.kv_heads, w.kv_seq, w.head_dim),
+                              dtype, device, "bool", (w.batch, 1, 1, w.kv_seq), gqa=w.gqa, grad=w.backward)
+    return PackedSpec(w, device, KEY_PADDING, "bool", 4, None,
+                      ((VARLEN, varlen_code(signature, KEY_PADDING)), (NESTED, nested_code(signature, KEY_PADDING))))

@@ -1,0 +1,136 @@
+"""Packed attention measured on a padded call's own lengths (a child process with torch), after its code was run and
+its output found equal to the call's on the real rows.
+
+``python -m sdpa_tui.engine.costs.packed_cost`` reads ``{"specs": [PackedSpec, ...]}`` as JSON on stdin and writes one
+JSON line per spec on stdout, in order: for each of its codes (``varlen_attn``'s, nested jagged SDPA's) by name,
+``{"cost": FlexCost}`` or ``{"error": "..."}`` (the API missing from this torch, a code that raised, an output that
+differs from the call's). The inputs are the lab's (``calls.Inputs``: the call's shapes and dtype) with the spec's
+lengths: the call's mask as it passed it (boolean, or float with 0 kept and the dtype's lowest masked, as
+transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, keys] with the causal triangle).
+Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports once,
+the rest (the packing, the call, the unpacking) in every call and every timed sample. Its ``out`` is held against
+``F.scaled_dot_product_attention`` called as the call was, on the real rows only (the padded rows' outputs are
+thrown away by the program: the code writes zeros there), within the dtype's tolerance (``OUTPUT_TOLERANCE``); the
+error is against float64 MATH on the same rows. Clocks as the lab's (``code_clocks.timed``); the code waits for the
+GPU once a call (``int(lengths.max())``), so no CUDA graph captures it: the note says so and the advice compares it
+on the eager clock. The first call's time is reported apart (``compile_s``), never in a sample.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ...core.calls.flex_alternative import FlexCost
+from ...core.calls.mask_forms import CAUSAL_KEY_PADDING
+from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, PackedSpec
+from ..measuring import cpu_threads
+from ..measuring.environment import make_current
+from ..measuring.quality import compare, reference_output
+from ..measuring.sdpa_call import Inputs, kept_keys
+from .call_match import DiffersFromTheCall, matched
+from .code_clocks import answer_line, timed
+
+
+def missing(name: str, device: torch.device) -> str | None:
+    """Why this torch cannot run the code ``name`` on ``device`` at all, or None."""
+    if name != VARLEN:
+        return None
+    try:
+        importlib.import_module("torch.nn.attention.varlen")  # torch 2.10+
+    except ImportError:
+        return f"this torch ({torch.__version__}) has no torch.nn.attention.varlen (torch 2.10 and later have it)"
+    return None if device.type == "cuda" else NEEDS_CUDA
+
+
+def passed_mask(spec: PackedSpec, keep: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mask as the call passed it (its kind), and as booleans (for the float64 reference)."""
+    rows = spec.workload.seq if spec.mask_form == CAUSAL_KEY_PADDING else 1
+    kept = keep[:, None, None, :].expand(-1, 1, rows, -1)
+    if spec.mask_form == CAUSAL_KEY_PADDING:
+        kept = kept & torch.ones(rows, rows, dtype=torch.bool, device=keep.device).tril()
+    if spec.mask == "float":
+        return torch.zeros(kept.shape, dtype=dtype, device=keep.device).masked_fill(~kept, torch.finfo(dtype).min), kept
+    return kept, kept
+
+
+def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
+    """The code run as written: its imports now, the rest (pack, call, unpack) by each call of what this returns,
+    which gives its ``out``."""
+    lines = code.splitlines()
+    imports = [line for line in lines if line.startswith(("from ", "import "))]
+    scope = {"torch": torch, "F": F, **names}
+    exec(compile("\n".join(imports), "<advice code>", "exec"), scope)  # noqa: S102 - the code offered, run to check it
+    body = compile("\n".join(line for line in lines if line not in imports), "<advice code>", "exec")
+
+    def out() -> torch.Tensor:
+        exec(body, scope)  # noqa: S102
+        return scope.pop("out")  # not kept in the scope: its autograd graph would live on
+
+    return out
+
+
+def measure_code(spec: PackedSpec, code: str) -> FlexCost:
+    device = torch.device(spec.device)
+    make_current(device)
+    inputs = Inputs.make(spec.workload, device)
+    keep = kept_keys(spec.workload, device)
+    attn_mask, kept = passed_mask(spec, keep, inputs.q.dtype)
+    out = run_code(code, {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask})
+    step = out
+    if spec.workload.backward:
+        q, k, v, grad_out = inputs.q, inputs.k, inputs.v, inputs.grad_out
+
+        def step() -> object:
+            return torch.autograd.grad(out(), (q, k, v), grad_out)
+
+    started = time.monotonic()
+    step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    first_s = time.monotonic() - started
+    result = out().detach().transpose(1, 2)[keep]
+    with torch.no_grad():
+        own = F.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v, attn_mask=attn_mask, scale=spec.scale,
+                                             enable_gqa=spec.workload.gqa).transpose(1, 2)[keep]
+    agreement = matched(result, own, inputs.q.dtype)
+    reference = reference_output(inputs, attn_mask=kept, is_causal=False, scale=spec.scale).transpose(1, 2)[keep]
+    error, _ = compare(result, reference)
+    clocks = timed(step, device)
+    return FlexCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
+                    agreement)
+
+
+def measure_spec(spec: PackedSpec) -> dict[str, dict]:
+    """Each of the spec's codes, by name: its cost or why it has none."""
+    device = torch.device(spec.device)
+    out = {}
+    for name, code in spec.codes:
+        why = missing(name, device)
+        out[name] = {"error": why} if why else answer_line(lambda c: measure_code(spec, c), code,
+                                                           (DiffersFromTheCall,))
+    return out
+
+
+def main() -> int:
+    specs = [PackedSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
+    cpu_threads.leave_a_core()  # the engine's rule on the CPU, so the code is timed as the backends were
+    for spec in specs:
+        try:
+            answer = measure_spec(spec)
+        except Exception as exc:  # noqa: BLE001 - a spec that cannot be rebuilt: each code says why
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            answer = {name: {"error": why} for name, _ in spec.codes}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Packed attention in ``report``'s table: a padded workload's (``--lengths``, ``--padding``) real tokens run alone by
+``varlen_attn`` and by SDPA on jagged nested tensors, the packing and unpacking included, as rows below SDPA's
+backends, named as alternatives (they are no SDPA backend), and one line each against SDPA's pick, on the clock both
+have (GPU/call where the alternative has one; the code waits for the GPU once a call, so mostly eager), judged by the
+same noise rule as the backends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.calls.flex_alternative import FlexCost
+from ...core.calls.packed_alternative import LABELS, VARIANTS
+from ...core.lab.faster import CLOCK_LABEL, beats
+from ...core.lab.session import BackendRow, Session
+from ...core.stats import Summary
+from ...core.status import Status
+from ...core.units import us_number
+from .report_data import fmt_error, fmt_num
+
+SHORT = {name: f"{variant} (alt)" for name, variant in VARIANTS.items()}
+
+
+@dataclass(frozen=True)
+class PackedRow:
+    """One packed alternative at the workload: its cost, or why it has none."""
+
+    name: str
+    cost: FlexCost | None
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"alternative: {LABELS[self.name]}"
+
+    def summary(self, clock: str) -> Summary | None:
+        if self.cost is None:
+            return None
+        return Summary.of(self.cost.gpu_us if clock == "gpu" else self.cost.eager_us)
+
+    def cells(self) -> dict[str, str]:
+        """The table's cells by column (``report_tables.COLUMNS``), "–" where the column is SDPA's alone."""
+        c = self.cost
+        gpu, eager = self.summary("gpu"), self.summary("eager")
+        return {"backend": self.name, "status": "ok" if c else f"not run: {self.why}", "main kernel": "–",
+                "kernels/call": "–", "kernel µs": us_number(c.kernel_us) if c else "–",
+                "GPU/call µs": us_number(gpu.median) if gpu else "–",
+                "eager/call µs": us_number(eager.median) if eager else "–", "vs MATH": "–", "TFLOP/s": "–",
+                "% of peak": "–", "peak MiB": fmt_num(c.peak_mib, 1) if c else "–",
+                "max rel err": fmt_error(c.error) if c else "–", "best at": ""}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "label": LABELS[self.name], "cost": self.cost.to_dict() if self.cost else None,
+                "why": self.why or None}
+
+
+def packed_rows(answer: dict[str, tuple[FlexCost | None, str]]) -> list[PackedRow]:
+    return [PackedRow(name, cost, why) for name, (cost, why) in answer.items()]
+
+
+def _pick(session: Session) -> BackendRow | None:
+    choice = session.dispatch.choice if session.dispatch else None
+    return next((r for r in session.rows() if r.backend is choice and r.status == Status.OK), None)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """An alternative against SDPA's pick on the clock both have."""
+
+    clock: str
+    ours: Summary
+    theirs: Summary
+    pick: BackendRow
+
+    @property
+    def faster(self) -> bool:
+        return beats(self.ours, self.theirs)
+
+    @property
+    def saving_us(self) -> float:
+        return self.theirs.median - self.ours.median
+
+
+def versus(session: Session, row: PackedRow) -> Versus | None:
+    """``row`` against SDPA's pick (GPU/call where both have it, else eager), or None where either did not run."""
+    pick = _pick(session)
+    if pick is None or row.cost is None:
+        return None
+    clock = "gpu" if row.summary("gpu") and pick.gpu_us else "eager"
+    ours, theirs = row.summary(clock), pick.gpu_us if clock == "gpu" else pick.eager_us
+    return None if ours is None or theirs is None else Versus(clock, ours, theirs, pick)
+
+
+def packed_lines(session: Session, rows: Sequence[PackedRow]) -> list[str]:
+    """Each alternative against SDPA's pick: faster beyond noise by how much, or not; or why it did not run."""
+    lines = []
+    for row in rows:
+        if row.cost is None:
+            lines.append(f"{LABELS[row.name]} not run: {row.why}")
+            continue
+        v = versus(session, row)
+        if v is None:
+            lines.append(f"{LABELS[row.name]}: SDPA's pick did not run here, nothing to hold it against")
+            continue
+        clock, ours, theirs, pick = v.clock, v.ours, v.theirs, v.pick
+        against = (f"{us_number(ours.median)} µs {CLOCK_LABEL[clock]} against SDPA's pick ({pick.backend.label}) "
+                   f"{us_number(theirs.median)} µs, packing and unpacking included")
+        if v.faster:
+            lines.append(f"{LABELS[row.name]} is faster: {against}: saves {us_number(theirs.median - ours.median)} "
+                         f"µs a call ({theirs.median / ours.median:.2f}x)")
+        else:
+            lines.append(f"{LABELS[row.name]} is not faster beyond noise: {against}")
+    return lines
