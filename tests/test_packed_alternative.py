@@ -26,6 +26,7 @@ from sdpa_tui.core.calls.packed_alternative import (
     PackedSpec,
     lab_spec,
     packed_alternative,
+    varlen_code,
     packed_spec,
     refusal,
 )
@@ -316,3 +317,16 @@ def test_on_a_gpu_varlen_attn_gives_the_calls_output_on_the_real_rows_and_is_tim
     cost = FlexCost.from_dict(answer[VARLEN]["cost"])
     assert cost.matched < 3e-2 and cost.error < 3e-2 and cost.kernel_us > 0 and len(cost.eager_us) == 15
     assert set(answer) == {VARLEN, NESTED}
+
+
+def test_the_varlen_code_uses_the_keywords_of_the_torch_it_is_for():
+    """varlen_attn took is_causal and no scale or enable_gqa before torch 2.12 (an H100's torch 2.11 raised TypeError
+    on enable_gqa); from 2.12 on, window_size, scale and enable_gqa."""
+    import dataclasses
+
+    sig = dataclasses.replace(signature(CAUSAL_KEY_PADDING, gqa=True), scale=0.1)
+    older, newer = varlen_code(sig, CAUSAL_KEY_PADDING, (2, 11)), varlen_code(sig, CAUSAL_KEY_PADDING, (2, 12))
+    assert "is_causal=True" in older and "repeat_interleave" in older and "q = q * (0.1 * q.shape[-1] ** 0.5)" in older
+    assert not any(word in older for word in ("window_size", "enable_gqa", "scale="))
+    assert "window_size=(-1, 0)" in newer and "enable_gqa=True" in newer and "scale=0.1" in newer
+    assert "is_causal" not in newer and "repeat_interleave" not in newer

@@ -18,6 +18,8 @@ Pure: the measurement comes back as a :class:`~.flex_alternative.FlexCost` (the 
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,6 +37,9 @@ LABELS = {VARLEN: "varlen_attn (packed)", NESTED: "nested jagged SDPA (packed)"}
 VARIANTS = {VARLEN: "varlen", NESTED: "nested"}
 PACKED_FORMS = (KEY_PADDING, CAUSAL_KEY_PADDING)
 VARLEN_SINCE = (2, 10)
+VARLEN_KEYWORDS_SINCE = (2, 12)
+"""``varlen_attn`` took ``is_causal`` and no ``scale`` or ``enable_gqa`` before torch 2.12; from 2.12 on it takes
+``window_size``, ``scale`` and ``enable_gqa`` and no ``is_causal``."""
 NEEDS_CUDA = "varlen_attn runs on CUDA only (Flash's kernel; torch on the CPU raises NotImplementedError)"
 
 
@@ -104,40 +109,63 @@ UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((keep,), packed)
 PACK = "*(t.transpose(1, 2)[keep] for t in (q, k, v))"
 
 
-def _keywords(signature: CallSignature, causal: str) -> str:
-    words = [causal] if causal else []
-    if signature.gqa:
-        words.append("enable_gqa=True")
-    if signature.scale is not None:
-        words.append(f"scale={signature.scale!r}")
+REPEAT_KV = ("k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))  "
+             "# GQA: each key/value head for its group of query heads")
+
+
+def installed_torch() -> tuple[int, int] | None:
+    """The installed torch's (major, minor), read from its package metadata without importing it; None if unknown."""
+    try:
+        found = re.match(r"(\d+)\.(\d+)", importlib.metadata.version("torch"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def _keywords(words: list[str]) -> str:
     return "".join(f", {w}" for w in words)
 
 
-def varlen_code(signature: CallSignature, mask_form: str) -> str:
+def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[int, int] | None = None) -> str:
     """Pack, ``varlen_attn``, unpack: the lines that replace the SDPA call (``q, k, v``, ``attn_mask`` in scope;
-    ``out`` its result, [batch, heads, length, head dim] as SDPA's). Causal is ``window_size=(-1, 0)`` (torch 2.12+;
-    2.10 and 2.11 took ``is_causal=True``)."""
-    causal = "window_size=(-1, 0)" if mask_form == CAUSAL_KEY_PADDING else ""
+    ``out`` its result, [batch, heads, length, head dim] as SDPA's), for the keywords of ``torch_version`` (the
+    installed torch's by default): from 2.12 causal is ``window_size=(-1, 0)`` and GQA and the scale are keywords;
+    before, causal is ``is_causal=True``, key/value heads are repeated and the scale is folded into ``q``."""
+    newer = (torch_version or installed_torch() or VARLEN_KEYWORDS_SINCE) >= VARLEN_KEYWORDS_SINCE
+    causal = mask_form == CAUSAL_KEY_PADDING
+    lines = ["from torch.nn.attention.varlen import varlen_attn", keep_line(signature)]
+    words = []
+    if newer:
+        words += ["window_size=(-1, 0)"] * causal + ["enable_gqa=True"] * signature.gqa
+        words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
+    else:
+        words += ["is_causal=True"] * causal
+        lines += [REPEAT_KV] * signature.gqa
+        if signature.scale is not None:
+            lines.append(f"q = q * ({signature.scale!r} * q.shape[-1] ** 0.5)  # the call's scale (varlen_attn before "
+                         "torch 2.12 takes none: it divides by the square root of the head dim)")
     return "\n".join([
-        "from torch.nn.attention.varlen import varlen_attn",
-        keep_line(signature),
+        *lines,
         "lengths = keep.sum(-1, dtype=torch.int32)",
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         "longest = int(lengths.max())  # waits for the GPU",
-        f"packed = varlen_attn({PACK}, cu_seq, cu_seq, longest, longest{_keywords(signature, causal)})",
+        f"packed = varlen_attn({PACK}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
         UNPACK,
     ])
 
 
 def nested_code(signature: CallSignature, mask_form: str) -> str:
-    """Pack into jagged nested tensors, SDPA on them, unpack (names as :func:`varlen_code`)."""
-    causal = "is_causal=True" if mask_form == CAUSAL_KEY_PADDING else ""
+    """Pack into jagged nested tensors, SDPA on them, unpack (names as :func:`varlen_code`). Jagged tensors broadcast
+    no heads: key/value heads are repeated for GQA."""
+    words = ["is_causal=True"] * (mask_form == CAUSAL_KEY_PADDING)
+    words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
     return "\n".join([
         keep_line(signature),
+        *[REPEAT_KV] * signature.gqa,
         "offsets = F.pad(keep.sum(-1).cumsum(0), (1, 0))",
         "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[keep], offsets).transpose(1, 2) "
         "for t in (q, k, v)]",
-        f"packed = F.scaled_dot_product_attention(*nested{_keywords(signature, causal)}).transpose(1, 2).values()",
+        f"packed = F.scaled_dot_product_attention(*nested{_keywords(words)}).transpose(1, 2).values()",
         UNPACK,
     ])
 
