@@ -4,6 +4,9 @@ Runs the real ``sdpa-tui`` in a real terminal (tmux), as a user would, and reads
 process's CPU time from /proc (the engine is a separate process and is not counted).
 
 - first number: any clock of any backend shows a value (issue 12: within 3 s of the first frame);
+- first GPU/call: a backend's panel shows a ``GPU/call`` value (issue 39: within torch's own import + 1 s, that
+  import being the engine's ``import_torch`` phase of the same run; printed with the margin, the first GPU/call
+  less the end of the engine's import on the command's time line: its spawn, interpreter and import);
 - kernels named: the engine sent every running backend's kernels (its ``all_graph_kernels`` phase: named from
   the CUDA graph's nodes where ``cuda-bindings`` imports; else ``all_kernel_captures``, the profiler's first
   bursts), on the command's time line. From the engine's clock, not read off the screen: a panel at 120x40 may
@@ -44,6 +47,7 @@ CONSOLE_SCRIPT = REPO / "benchmarks" / "console_script.py"
 FIRST_FRAME = re.compile(r"sdpa-tui")
 NUMBER = r"\s+[\d.,]+ (µs|ms)"
 FIRST_SAMPLE = re.compile(rf"(eager|GPU/call|GPU){NUMBER}")
+FIRST_GPU_CALL = re.compile(rf"GPU/call{NUMBER}")
 KERNEL_NUMBER = re.compile(rf"kernel{NUMBER}")
 RUNNING = re.compile(r"● on ok")
 
@@ -89,6 +93,20 @@ def engine_phases(path: Path, start: float) -> dict | None:
             "phases_end_s": {name: spawned + s for name, s in body["phases"].items()},
             "phases_took_s": dict(zip(body["phases"], (b - a for a, b in zip([0.0, *body["phases"].values()],
                                                                             body["phases"].values()))))}
+
+
+def gpu_call_margin(phases: dict | None, first_gpu_call: float | None) -> dict | None:
+    """The first GPU/call on screen against torch's import in the same run (the engine's ``import_torch`` phase):
+    ``after_import_s`` is the first GPU/call less the end of that import on the command's time line (the engine's
+    spawn, its interpreter and the import), ``against_goal_s`` the first GPU/call less the import's own time and 1 s
+    (issue 39's goal: met at 0 or below). None without both."""
+    if phases is None or first_gpu_call is None or "import_torch" not in phases["phases_end_s"]:
+        return None
+    ends, took = phases["phases_end_s"], phases["phases_took_s"]
+    return {"import_torch_s": took["import_torch"], "import_ends_s": ends["import_torch"],
+            "after_import_s": first_gpu_call - ends["import_torch"],
+            "against_goal_s": first_gpu_call - took["import_torch"] - 1.0,
+            "engine_first_gpu_call_s": ends.get("first_gpu_call"), "pick_kernels_named_s": ends.get("graph_kernels")}
 
 
 def read_ui_phases(path: Path, start: float) -> dict[str, float] | None:
@@ -137,6 +155,7 @@ def main() -> int:
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
     first_frame = wait_for(FIRST_FRAME.search, start, 30)
     first_sample = wait_for(FIRST_SAMPLE.search, start, 120)
+    first_gpu_call = wait_for(FIRST_GPU_CALL.search, start, 120) if args.device != "cpu" else None
     full = wait_for(full_panels, start, 120)
     time.sleep(2.0)  # let start-up work settle before measuring steady state
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
@@ -156,6 +175,7 @@ def main() -> int:
     ui_phases = read_ui_phases(ui_file, start) if args.ui_phases else None
     ends = phases["phases_end_s"] if phases else {}
     named = ends.get("all_graph_kernels", ends.get("all_kernel_captures")) if args.device != "cpu" else None
+    gpu_call = gpu_call_margin(phases, first_gpu_call)
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -163,6 +183,8 @@ def main() -> int:
         "first_frame_s": first_frame,
         "first_sample_s": first_sample,
         "kernels_named_s": named,
+        "first_gpu_call_s": first_gpu_call,
+        "first_gpu_call": gpu_call,
         "full_panels_s": full,
         "first_number_after_first_frame_s": None if None in (first_frame, first_sample) else first_sample - first_frame,
         "full_panels_after_first_frame_s": None if None in (first_frame, full) else full - first_frame,
@@ -185,6 +207,15 @@ def main() -> int:
     print("(seconds from the start of the command; the first number and full panels are counted from the first "
           f"frame in the JSON; load average {result['load_average']})")
     print_phases(phases, first_frame)
+    if gpu_call:
+        pick_named = gpu_call["pick_kernels_named_s"]
+        print(f"first GPU/call on screen {fmt(first_gpu_call)}; the engine's import of torch took "
+              f"{gpu_call['import_torch_s']:.2f} s, ending at {gpu_call['import_ends_s']:.2f} s; "
+              f"first GPU/call - (spawn + import) = {gpu_call['after_import_s']:+.2f} s; against torch's import + 1 s: "
+              f"{gpu_call['against_goal_s']:+.2f} s ({'met' if gpu_call['against_goal_s'] <= 0 else 'not met'}); "
+              f"the pick's kernels named {'— (no graph_kernels phase)' if pick_named is None else fmt(pick_named)}")
+    elif args.device != "cpu":
+        print(f"first GPU/call on screen: {fmt(first_gpu_call)}")
     if args.ui_phases:
         print("UI process start-up phases (s from the command; ui_phases.py): " + (", ".join(
             f"{name} {end:.2f}" for name, end in ui_phases.items()) if ui_phases else "none written"))

@@ -7,7 +7,8 @@
 # where the first frame's time goes (first on a fresh machine): ... startup-frame; the cold start's library
 # reads and the prewarm's readahead orders (first on a fresh machine): ... startup-cold; a cold import with torch's
 # libraries read ahead: ... cold-import; kernels named against torch's own import, pair by pair: ... startup-goal;
-# this checkout's start-up against another commit's: BEFORE=dir ... startup-ab
+# this checkout's start-up against another commit's: BEFORE=dir ... startup-ab; the first GPU/call number against
+# torch's import in the same run, cold and warm (issue 39; BEFORE=dir alternates another commit's): ... first-gpu-call
 # Writes logs and results under $OUT (or ./gpu-check-out) and tars them into one file, results.tgz, which the next
 # call replaces: name every step in one call.
 set -uo pipefail
@@ -220,6 +221,40 @@ for f in sorted(r.glob("goal-ui-*.json")):
     print(f"{run:<8} {own:>10.2f} {end:>18.2f} {d.get('first_sample_s') or n:>12.2f} {named:>6.2f} {named - own:>18.2f} "
           f"{d.get('first_frame_s') or n:>11.2f}")
 PY
+      ;;
+    first-gpu-call)
+      # issue 39: the first GPU/call number on screen within torch's own import + 1 s (that import: the engine's
+      # import_torch phase of the same run), the pick's kernels named right after; benchmarks/ui_live.py cold three
+      # times (page cache dropped before each), then warm three times; with BEFORE=folder (its sdpa_tui, e.g. from
+      # `git archive REV sdpa_tui | tar -x -C before`) that commit's runs alternate with this checkout's (about 3
+      # minutes alone, 6 with BEFORE; the FIRST step on a fresh machine)
+      log "the first GPU/call number against torch's import in the same run, cold then warm"
+      sides=after; [ -n "${BEFORE:-}" ] && sides="after before"
+      for run in cold-1 cold-2 cold-3 warm-1 warm-2 warm-3; do
+        for side in $sides; do
+          case $run in cold*) drop;; esac
+          where=$PWD; [ $side = before ] && where=$(cd "$BEFORE" && pwd)
+          python3 benchmarks/ui_live.py --device cuda --seconds 2 --pythonpath "$where" \
+            --json "$OUT/r/first-gpu-call-$run-$side.json" >/dev/null 2>&1
+        done
+      done
+      python3 - "$OUT/r" <<'PY'
+import json, pathlib, sys
+n = float("nan")
+print(f"{'run':<14} {'import':>6} {'import ends':>11} {'first number':>12} {'first GPU/call':>14} {'pick named':>10} "
+      f"{'all named':>9} {'GPU/call - (spawn + import)':>27} {'vs import + 1 s':>15}")
+for f in sorted(pathlib.Path(sys.argv[1]).glob("first-gpu-call-*.json")):
+    d = json.loads(f.read_text()); e = d.get("engine_startup") or {}
+    ends, took = e.get("phases_end_s", {}), e.get("phases_took_s", {})
+    gpu = d.get("first_gpu_call_s") or n
+    print(f"{f.stem[15:]:<14} {took.get('import_torch', n):>6.2f} {ends.get('import_torch', n):>11.2f} "
+          f"{d.get('first_sample_s') or n:>12.2f} {gpu:>14.2f} {ends.get('graph_kernels', n):>10.2f} "
+          f"{d.get('kernels_named_s') or n:>9.2f} {gpu - ends.get('import_torch', n):>27.2f} "
+          f"{gpu - took.get('import_torch', n) - 1.0:>15.2f}")
+print("seconds from the command; 'vs import + 1 s' at 0 or below meets issue 39's goal; pick named: the engine's "
+      "graph_kernels phase (the first backend's kernels named from its graph's nodes)")
+PY
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_slice_order.py 2>&1 | tail -3
       ;;
     startup-ab)
       # issue 20: this checkout against another commit's (BEFORE=folder holding its sdpa_tui, e.g. made with

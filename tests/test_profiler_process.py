@@ -193,6 +193,18 @@ def test_on_the_cpu_the_profiler_process_times_with_the_engines_thread_count(mon
         client.close()
 
 
+@pytest.mark.skipif(not KINETO_SAYS_START, reason="this torch's Kineto writes no profiler_start line")
+def test_on_the_cpu_the_profiler_process_has_started_kineto_once_when_it_says_ready():
+    """Kineto's first session is the process's, not the first burst's: on the CPU the first burst is the only one a
+    slow call's report reads (docs/lab-notes/cpu-kernel-clock.md)."""
+    client = ProfilerClient("cpu")
+    try:
+        client.wait_ready()
+        assert any("profiler_start" in line for line in client.read_lines())
+    finally:
+        client.close()
+
+
 def test_a_profiler_process_that_left_by_itself_is_reaped_not_left_a_zombie():
     """Its idle exit while the engine was paused (the in-app sweep) left a zombie for minutes (issue 21, 4b)."""
     import time

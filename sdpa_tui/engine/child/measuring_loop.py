@@ -25,6 +25,7 @@ from . import host_memory
 from .accuracy_peaks import AccuracyAndPeaks
 from .host_growth import HostGrowth
 from .run_state import FAULT_ENV, BackendRun, latest_configure_only
+from .slice_order import SliceKind, slice_kind
 from .startup_times import StartupClock, write_if_asked
 from .timing_slices import TimingSlices
 
@@ -190,9 +191,9 @@ class Engine(AccuracyAndPeaks, TimingSlices):
         for backend in [b for b in self.runs if b not in measured]:  # switched off: free its graph
             self._drop(backend)
         fresh: list[Backend] = []
-        # SDPA's pick first, each backend sampled as soon as it is ready: the first number
-        # reaches the screen before the other backends are set up, and the accuracy (a float64
-        # reference) waits until every backend has its first number.
+        # SDPA's pick first, each backend sampled as soon as it is ready: the first number (eager) reaches the screen
+        # before the other backends are set up, then the pick's GPU/call number and kernels' names (its graph), and
+        # the accuracy (a float64 reference) waits until every backend has its first number.
         for backend in sorted(ALL_BACKENDS, key=lambda b: b is not choice.backend):
             self._flush_logs()
             if backend in self.runs:  # flags changed, workload the same: its clocks are still valid
@@ -221,8 +222,11 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 self._fail(backend, eligibility.Eligibility(Status.ERROR, str(exc).splitlines()[0], (str(exc),)))
                 continue
             if not self.paused:  # paused: the device is left alone
-                self._slice(self.runs[backend])
+                run = self.runs[backend]
+                self._slice(run)
                 self._after_first_sample()
+                if backend is choice.backend and slice_kind(run, time.monotonic()) is SliceKind.GRAPH:
+                    self._slice(run)  # its GPU/call number and its kernels' names before the others are set up
             fresh.append(backend)
         self.startup.mark("all_first_samples")
         # a kept backend whose accuracy was still to come (its graph not captured yet) keeps its turn

@@ -73,7 +73,7 @@ class BackendRun:
     step: object
     per_call_us: float
     graph: clocks.GraphClock | None = None
-    graph_due: bool = False  # CUDA: the graph is captured at the next slice, at once (the first number is eager)
+    graph_due: bool = False  # CUDA: the graph is captured at the slice after the first number, which is eager
     next_profile: float = 0.0
     profile_interval_s: float = 0.0
     captured: bool = False  # had its first kernel capture (the peak waits for every backend's)
@@ -81,10 +81,15 @@ class BackendRun:
     samples: int = 0
     peak_bytes: int | None = None
 
+    @property
+    def graph_waiting(self) -> bool:
+        """It has its first (eager) number and its graph is still to capture: its next slice is due at once."""
+        return self.graph_due and self.samples > 0
+
     def due_at(self, interval_s: float) -> float:
         """When its next slice is due (CLOCK_MONOTONIC): ``interval_s`` after its last sample, or at once when its
-        graph is still to be captured after a first number (the kernels' names wait for every backend's graph)."""
-        return 0.0 if self.graph_due and self.samples else self.last_sample + interval_s
+        graph waits (the GPU/call clock and the kernels' names wait for it)."""
+        return 0.0 if self.graph_waiting else self.last_sample + interval_s
 
 
 def check_sticky(device: torch.device, exc: BaseException) -> None:

@@ -26,13 +26,14 @@ PHASES = {
     "pick_probe": "the pick's eligibility probe: its first SDPA call (libraries and kernels load)",
     "pick_prepare": "the pick's warm-up calls, per-call estimate and memory peak",
     "first_sample": "the pick's first Sample sent (eager clock; the GPU/call clock follows)",
-    "all_first_samples": "every other backend probed, prepared and sampled once",
-    "accuracy": "float64 reference computed and every backend's accuracy sent",
-    "profiler_ready": "the profiler process (on a GPU started before the engine imports torch; on the CPU after the first sample) was ready when a burst was due",
-    "graph_capture_start": "the first CUDA graph capture begins (the pick's second slice)",
+    "graph_capture_start": "the first CUDA graph capture begins (the pick's, right after its first Sample)",
     "graph_capture": "the first CUDA graph captured",
     "graph_kernels": "the first backend's kernels named from its graph's nodes (no durations; needs cuda-bindings)",
+    "first_gpu_call": "the first Sample with a GPU/call value sent (the pick's, before the other backends are set up)",
+    "all_first_samples": "every other backend probed, prepared and sampled once",
     "all_graph_kernels": "every running backend's kernels named from its graph's nodes (each panel names its kernels)",
+    "accuracy": "float64 reference computed and every backend's accuracy sent",
+    "profiler_ready": "the profiler process (on a GPU started before the engine imports torch; on the CPU after the first sample) was ready when a burst was due",
     "all_kernel_captures": "every running backend had its first kernel capture (full panels)",
 }
 """Every phase name the engine marks, with what ends it (docs/lab-notes/gpu-measurements.md)."""

@@ -17,6 +17,7 @@ from ..measuring.sdpa_call import forced
 from ..profiler.profiler_client import ProfilerClient, ProfilerFailed, burst_timeout_s
 from .backend_runs import BackendRuns
 from .run_state import BackendRun, inject_fault, next_profile_interval
+from .slice_order import SliceKind, next_run, slice_kind
 
 SLICE_TARGET_US = 2_000.0
 """Each clock's loop in one slice lasts about this long (or one call, if a call is longer)."""
@@ -39,27 +40,24 @@ class TimingSlices(BackendRuns):
     _send_startup: Callable[..., None]  # the engine's
 
     def _measure_next(self) -> None:
-        now = time.monotonic()
-        interval = self.config.sample_interval_s
-        order = list(self.runs)
-        for i in range(len(order)):
-            backend = order[(self._cursor + i) % len(order)]
-            if now >= self.runs[backend].due_at(interval):
-                self._cursor = (self._cursor + i + 1) % len(order)
-                self._slice(self.runs[backend])
-                return
+        runs = list(self.runs.values())
+        chosen = next_run(runs, self._cursor, time.monotonic(), self.config.sample_interval_s)
+        if chosen is not None:
+            self._cursor = (chosen + 1) % len(runs)
+            self._slice(runs[chosen])
 
     def _slice(self, run: BackendRun) -> None:
         cid = self.config.config_id
+        kind = slice_kind(run, time.monotonic())
         try:
             with forced((run.backend,)):
-                if run.samples and time.monotonic() >= run.next_profile:  # first numbers first
+                if kind is SliceKind.BURST:
                     if self.channel.poll(0):  # a key was pressed: its Configure goes first
                         return
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
-                if run.graph_due and run.samples:  # the first number is eager: on screen without a capture
+                if kind is SliceKind.GRAPH:  # the first number was eager: on screen without a capture
                     self._capture_graph(run)
                 self._warm_up(run)
                 if run.graph is not None:
@@ -90,6 +88,8 @@ class TimingSlices(BackendRuns):
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         sm_mhz = clocks.sm_clock_mhz(self.device) if gpu_us is not None else None
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s, sm_mhz))
+        if gpu_us is not None:
+            self.startup.mark("first_gpu_call")
 
     def _warm_up(self, run: BackendRun) -> None:
         """Wake the thread pool (CPU) or the GPU clocks after the gap since the last slice."""

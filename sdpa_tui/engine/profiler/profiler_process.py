@@ -93,21 +93,22 @@ def serve(channel: Channel, device_name: str, idle_exit_s: float) -> int:
     import torch
 
     from ..measuring.environment import describe
+    from . import profiling
 
     device = torch.device(device_name)
     if device.type == "cuda":
-        from . import profiling
-
         torch.cuda.set_device(device)
         torch.cuda.init()
-        try:
-            profiling.warm(device)  # CUPTI's start here, not in the first burst
-        except RuntimeError:
-            pass  # the first burst tries again and says what failed
     else:  # the timing engine's thread rule: the kernel clock times the calls the eager clock times
         from ..measuring import cpu_threads
 
         cpu_threads.leave_a_core()
+    try:
+        # Kineto's first session here, not in the first burst: CUPTI's start on a GPU; on the CPU the first burst is
+        # the only one a slow call's `report` reads (docs/lab-notes/cpu-kernel-clock.md)
+        profiling.warm(device)
+    except RuntimeError:
+        pass  # the first burst tries again and says what failed
     fault = os.environ.get(FAULT_ENV, "")
     if fault == "startup-exit":
         os._exit(9)
