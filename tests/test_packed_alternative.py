@@ -26,9 +26,9 @@ from sdpa_tui.core.calls.packed_alternative import (
     PackedSpec,
     lab_spec,
     packed_alternative,
-    varlen_code,
     packed_spec,
     refusal,
+    varlen_code,
 )
 from sdpa_tui.core.calls.watch_report import backend_label
 from sdpa_tui.core.calls.watched_calls import CallStats
