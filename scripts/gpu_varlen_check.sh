@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default); PART=tests: the cuda-marked packed-attention tests; PART=all (default): all three.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=all (default): all three.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu-env.sh
@@ -23,7 +23,7 @@ lab() {
 watched() {
   for pad in ${PADS:-0.25 0.6}; do
     echo "=== watch: the Llama on a batch padded $pad (SDPA)"
-    timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} -- \
+    timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} ${WATCH_FLAGS:-} -- \
       python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad
     echo "=== the same program, the advised code applied by hand, watched again"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-packed-$pad.json --advice-budget 30 -- \
