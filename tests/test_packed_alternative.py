@@ -320,13 +320,16 @@ def test_on_a_gpu_varlen_attn_gives_the_calls_output_on_the_real_rows_and_is_tim
 
 
 def test_the_varlen_code_uses_the_keywords_of_the_torch_it_is_for():
-    """varlen_attn took is_causal and no scale or enable_gqa before torch 2.12 (an H100's torch 2.11 raised TypeError
-    on enable_gqa); from 2.12 on, window_size, scale and enable_gqa."""
+    """varlen_attn took is_causal in torch 2.10 and window_size from 2.11 (an H100's 2.11 raised TypeError on
+    is_causal), scale and enable_gqa from 2.12 (2.11 raised TypeError on enable_gqa)."""
     import dataclasses
 
     sig = dataclasses.replace(signature(CAUSAL_KEY_PADDING, gqa=True), scale=0.1)
-    older, newer = varlen_code(sig, CAUSAL_KEY_PADDING, (2, 11)), varlen_code(sig, CAUSAL_KEY_PADDING, (2, 12))
-    assert "is_causal=True" in older and "repeat_interleave" in older and "q = q * (0.1 * q.shape[-1] ** 0.5)" in older
-    assert not any(word in older for word in ("window_size", "enable_gqa", "scale="))
+    first, older, newer = (varlen_code(sig, CAUSAL_KEY_PADDING, v) for v in ((2, 10), (2, 11), (2, 12)))
+    assert "is_causal=True" in first and "window_size" not in first
+    assert "window_size=(-1, 0)" in older and "is_causal" not in older
+    for code in (first, older):
+        assert "repeat_interleave" in code and "q = q * (0.1 * q.shape[-1] ** 0.5)" in code
+        assert "enable_gqa" not in code and "scale=" not in code
     assert "window_size=(-1, 0)" in newer and "enable_gqa=True" in newer and "scale=0.1" in newer
     assert "is_causal" not in newer and "repeat_interleave" not in newer

@@ -37,9 +37,11 @@ LABELS = {VARLEN: "varlen_attn (packed)", NESTED: "nested jagged SDPA (packed)"}
 VARIANTS = {VARLEN: "varlen", NESTED: "nested"}
 PACKED_FORMS = (KEY_PADDING, CAUSAL_KEY_PADDING)
 VARLEN_SINCE = (2, 10)
-VARLEN_KEYWORDS_SINCE = (2, 12)
-"""``varlen_attn`` took ``is_causal`` and no ``scale`` or ``enable_gqa`` before torch 2.12; from 2.12 on it takes
-``window_size``, ``scale`` and ``enable_gqa`` and no ``is_causal``."""
+WINDOW_SINCE = (2, 11)
+"""``varlen_attn`` took ``is_causal`` in torch 2.10 and ``window_size`` from 2.11 on (2.11 raised TypeError on
+``is_causal`` on an H100)."""
+KEYWORDS_SINCE = (2, 12)
+"""``varlen_attn`` takes ``scale`` and ``enable_gqa`` from torch 2.12 on (2.11 raised TypeError on ``enable_gqa``)."""
 NEEDS_CUDA = "varlen_attn runs on CUDA only (Flash's kernel; torch on the CPU raises NotImplementedError)"
 
 
@@ -129,17 +131,15 @@ def _keywords(words: list[str]) -> str:
 def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[int, int] | None = None) -> str:
     """Pack, ``varlen_attn``, unpack: the lines that replace the SDPA call (``q, k, v``, ``attn_mask`` in scope;
     ``out`` its result, [batch, heads, length, head dim] as SDPA's), for the keywords of ``torch_version`` (the
-    installed torch's by default): from 2.12 causal is ``window_size=(-1, 0)`` and GQA and the scale are keywords;
-    before, causal is ``is_causal=True``, key/value heads are repeated and the scale is folded into ``q``."""
-    newer = (torch_version or installed_torch() or VARLEN_KEYWORDS_SINCE) >= VARLEN_KEYWORDS_SINCE
+    installed torch's by default): causal is ``window_size=(-1, 0)`` from 2.11 (``is_causal=True`` in 2.10); GQA and
+    the scale are keywords from 2.12, before which key/value heads are repeated and the scale is folded into ``q``."""
+    version = torch_version or installed_torch() or KEYWORDS_SINCE
     causal = mask_form == CAUSAL_KEY_PADDING
     lines = ["from torch.nn.attention.varlen import varlen_attn", keep_line(signature)]
-    words = []
-    if newer:
-        words += ["window_size=(-1, 0)"] * causal + ["enable_gqa=True"] * signature.gqa
-        words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
+    words = [("window_size=(-1, 0)" if version >= WINDOW_SINCE else "is_causal=True")] * causal
+    if version >= KEYWORDS_SINCE:
+        words += ["enable_gqa=True"] * signature.gqa + [f"scale={signature.scale!r}"] * (signature.scale is not None)
     else:
-        words += ["is_causal=True"] * causal
         lines += [REPEAT_KV] * signature.gqa
         if signature.scale is not None:
             lines.append(f"q = q * ({signature.scale!r} * q.shape[-1] ** 0.5)  # the call's scale (varlen_attn before "
