@@ -226,7 +226,9 @@ def test_the_unpacked_output_has_the_calls_shape_and_zeros_at_the_padded_rows(va
 
 def test_code_whose_unpacking_is_wrong_is_not_offered(varlen_on_the_cpu):
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
-    wrong = dict(spec.codes)[VARLEN].replace("index_put((keep,), packed)", "index_put((keep.flip(0),), packed)")
+    code = dict(spec.codes)[VARLEN]
+    wrong = code.replace("index_put((b, s), packed)", "index_put((b.flip(0), s), packed)")
+    assert wrong != code
     with pytest.raises((DiffersFromTheCall, RuntimeError)):
         packed_cost.measure_code(spec, wrong)
     shuffled = dict(spec.codes)[VARLEN].replace("packed = varlen_attn(", "packed = -varlen_attn(")
@@ -329,7 +331,10 @@ def test_the_varlen_code_uses_the_keywords_of_the_torch_it_is_for():
     assert "is_causal=True" in first and "window_size" not in first
     assert "window_size=(-1, 0)" in older and "is_causal" not in older
     for code in (first, older):
-        assert "repeat_interleave" in code and "q = q * (0.1 * q.shape[-1] ** 0.5)" in code
+        assert "repeat_interleave" in code and "qs = q * (0.1 * q.shape[-1] ** 0.5)" in code
         assert "enable_gqa" not in code and "scale=" not in code
     assert "window_size=(-1, 0)" in newer and "enable_gqa=True" in newer and "scale=0.1" in newer
     assert "is_causal" not in newer and "repeat_interleave" not in newer
+    default = dataclasses.replace(sig, scale=sig.q_shape[-1] ** -0.5)  # the default scale: nothing folded or passed
+    assert "qs =" not in varlen_code(default, CAUSAL_KEY_PADDING, (2, 11))
+    assert "scale=" not in varlen_code(default, CAUSAL_KEY_PADDING, (2, 12))

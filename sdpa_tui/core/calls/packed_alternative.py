@@ -106,12 +106,16 @@ def keep_line(signature: CallSignature) -> str:
             "the same for every layer)")
 
 
-UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((keep,), packed).transpose(1, 2)  "
+REAL_TOKENS = "b, s = keep.nonzero(as_tuple=True)  # the real tokens' batch and position (waits for the GPU once)"
+UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((b, s), packed).transpose(1, 2)  "
           "# zeros at the padded rows")
-PACK = "*(t.transpose(1, 2)[keep] for t in (q, k, v))"
 
 
-REPEAT_KV = ("k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))  "
+def pack(q: str = "q", k: str = "k", v: str = "v") -> str:
+    return f"*(t.transpose(1, 2)[b, s] for t in ({q}, {k}, {v}))"
+
+
+REPEAT_KV = ("kr, vr = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))  "
              "# GQA: each key/value head for its group of query heads")
 
 
@@ -135,21 +139,26 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
     the scale are keywords from 2.12, before which key/value heads are repeated and the scale is folded into ``q``."""
     version = torch_version or installed_torch() or KEYWORDS_SINCE
     causal = mask_form == CAUSAL_KEY_PADDING
-    lines = ["from torch.nn.attention.varlen import varlen_attn", keep_line(signature)]
+    lines = ["from torch.nn.attention.varlen import varlen_attn", keep_line(signature), REAL_TOKENS]
     words = [("window_size=(-1, 0)" if version >= WINDOW_SINCE else "is_causal=True")] * causal
+    names = ["q", "k", "v"]
+    scaled = signature.scale is not None and abs(signature.scale * signature.q_shape[-1] ** 0.5 - 1) > 1e-6
     if version >= KEYWORDS_SINCE:
-        words += ["enable_gqa=True"] * signature.gqa + [f"scale={signature.scale!r}"] * (signature.scale is not None)
+        words += ["enable_gqa=True"] * signature.gqa + [f"scale={signature.scale!r}"] * scaled
     else:
-        lines += [REPEAT_KV] * signature.gqa
-        if signature.scale is not None:
-            lines.append(f"q = q * ({signature.scale!r} * q.shape[-1] ** 0.5)  # the call's scale (varlen_attn before "
+        if signature.gqa:
+            lines.append(REPEAT_KV)
+            names[1:] = ["kr", "vr"]
+        if scaled:
+            lines.append(f"qs = q * ({signature.scale!r} * q.shape[-1] ** 0.5)  # the call's scale (varlen_attn before "
                          "torch 2.12 takes none: it divides by the square root of the head dim)")
+            names[0] = "qs"
     return "\n".join([
         *lines,
         "lengths = keep.sum(-1, dtype=torch.int32)",
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         "longest = int(lengths.max())  # waits for the GPU",
-        f"packed = varlen_attn({PACK}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
+        f"packed = varlen_attn({pack(*names)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
         UNPACK,
     ])
 
@@ -159,12 +168,14 @@ def nested_code(signature: CallSignature, mask_form: str) -> str:
     no heads: key/value heads are repeated for GQA."""
     words = ["is_causal=True"] * (mask_form == CAUSAL_KEY_PADDING)
     words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
+    k, v = ("kr", "vr") if signature.gqa else ("k", "v")
     return "\n".join([
         keep_line(signature),
+        REAL_TOKENS,
         *[REPEAT_KV] * signature.gqa,
         "offsets = F.pad(keep.sum(-1).cumsum(0), (1, 0))",
-        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[keep], offsets).transpose(1, 2) "
-        "for t in (q, k, v)]",
+        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[b, s], offsets).transpose(1, 2) "
+        f"for t in (q, {k}, {v})]",
         f"packed = F.scaled_dot_product_attention(*nested{_keywords(words)}).transpose(1, 2).values()",
         UNPACK,
     ])
