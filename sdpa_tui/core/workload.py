@@ -48,8 +48,10 @@ class Workload:
     mask keeps each sequence's first ``lengths[b]`` keys; empty: the last eighth of every sequence is padding."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.lengths, tuple):  # a JSON list
-            object.__setattr__(self, "lengths", tuple(self.lengths) if isinstance(self.lengths, list) else self.lengths)
+        if not isinstance(self.lengths, tuple):  # a JSON list, or null: none
+            lengths = self.lengths
+            object.__setattr__(self, "lengths", () if lengths is None else tuple(lengths) if isinstance(lengths, list)
+                               else lengths)
         validate(self)
 
     # -- derived -------------------------------------------------------------------------
@@ -119,7 +121,13 @@ class Workload:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON: ``lengths`` a list, and left out where there are none (every workload before it existed)."""
+        body = asdict(self)
+        if self.lengths:
+            body["lengths"] = list(self.lengths)
+        else:
+            del body["lengths"]
+        return body
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Workload":
