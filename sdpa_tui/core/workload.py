@@ -167,7 +167,7 @@ def validate(w: Workload) -> None:
 
 
 def _validate_lengths(w: Workload) -> None:
-    if not w.lengths:
+    if isinstance(w.lengths, tuple) and not w.lengths:
         return
     if not isinstance(w.lengths, tuple) or not all(isinstance(n, int) and not isinstance(n, bool) for n in w.lengths):
         raise WorkloadError(f"lengths must be whole numbers, got {w.lengths!r}")
