@@ -59,7 +59,7 @@ def test_only_the_newest_configure_of_a_batch_is_set_up():
 
 def test_sdpa_pick_has_a_number_before_the_other_backends_are_set_up():
     engine, channel = cpu_engine()
-    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
+    engine.handle(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
     records = channel.records
     pick = next(r for r in records if isinstance(r, Dispatch)).choice
     other = next(b for b in BOTH if b is not pick)
@@ -71,7 +71,7 @@ def test_sdpa_pick_has_a_number_before_the_other_backends_are_set_up():
 
 def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
     engine, channel = cpu_engine()
-    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.0))
+    engine.handle(Configure(1, SMALL, BOTH, sample_interval_s=0.0))
     engine._send_peak_when_due()
     assert not any(isinstance(r, PeakFlops) for r in channel.records)
     profiler_ready(engine)
@@ -87,19 +87,19 @@ def test_the_matmul_peak_waits_for_every_backends_first_kernel_capture():
 def test_the_same_configuration_received_twice_is_set_up_once():
     engine, channel = cpu_engine()
     config = Configure(1, SMALL, BOTH, sample_interval_s=0.25)
-    engine._handle(config)  # the app's, sent when it mounted
+    engine.handle(config)  # the app's, sent when it mounted
     runs = dict(engine.runs)
     assert all(run.samples == 1 for run in runs.values())
-    engine._handle(config)  # the supervisor's, sent again when the engine said Ready
+    engine.handle(config)  # the supervisor's, sent again when the engine said Ready
     assert sum(isinstance(r, Dispatch) for r in channel.records) == 1, "one set-up pass"
     assert engine.runs == runs and all(run.samples == 1 for run in runs.values()), "first numbers kept"
-    engine._handle(Configure(2, SMALL, BOTH, sample_interval_s=0.25))  # a new one, the same content: a fresh pass
+    engine.handle(Configure(2, SMALL, BOTH, sample_interval_s=0.25))  # a new one, the same content: a fresh pass
     assert sum(isinstance(r, Dispatch) for r in channel.records) == 2
 
 
 def test_graphs_still_to_capture_are_due_at_once_and_the_accuracy_follows_them(monkeypatch):
     engine, channel = cpu_engine()
-    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=60.0))  # every backend has its first number
+    engine.handle(Configure(1, SMALL, BOTH, sample_interval_s=60.0))  # every backend has its first number
     assert not any(isinstance(r, Accuracy) for r in channel.records), "the accuracy is the loop's, after the pass"
     captured = []
     monkeypatch.setattr(engine, "_capture_graph", lambda run: (captured.append(run.backend),
@@ -121,10 +121,10 @@ def test_graphs_still_to_capture_are_due_at_once_and_the_accuracy_follows_them(m
 def test_a_flag_change_before_the_accuracy_came_keeps_it_due_for_the_backends_kept(monkeypatch):
     engine, channel = cpu_engine()
     monkeypatch.setattr(engine, "_capture_graph", lambda run: setattr(run, "graph_due", False))
-    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=60.0))
+    engine.handle(Configure(1, SMALL, BOTH, sample_interval_s=60.0))
     for run in engine.runs.values():  # as on a GPU: the accuracy waits for the graphs
         run.graph_due = True
-    engine._configure(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=60.0))  # Flash switched off meanwhile
+    engine.handle(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=60.0))  # Flash switched off meanwhile
     engine._measure_next()  # MATH's fresh number
     engine._measure_next()  # its graph
     engine._send_accuracies_when_due()
@@ -133,9 +133,9 @@ def test_a_flag_change_before_the_accuracy_came_keeps_it_due_for_the_backends_ke
 
 def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
     engine, channel = cpu_engine()
-    engine._configure(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
+    engine.handle(Configure(1, SMALL, BOTH, sample_interval_s=0.25))
     math = engine.runs[Backend.MATH]
-    engine._configure(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=0.25))
+    engine.handle(Configure(2, SMALL, (Backend.MATH,), sample_interval_s=0.25))
     assert engine.runs[Backend.MATH] is math
     assert Backend.FLASH not in engine.runs
     assert engine._wait_time() == 0.0, "the kept backend is due for a fresh number at once"
@@ -146,15 +146,15 @@ def test_a_flag_change_keeps_the_clocks_of_the_backends_still_on():
 
 def test_a_new_workload_sets_every_backend_up_again():
     engine, _ = cpu_engine()
-    engine._configure(Configure(1, SMALL, BOTH))
+    engine.handle(Configure(1, SMALL, BOTH))
     math = engine.runs[Backend.MATH]
-    engine._configure(Configure(2, SMALL.with_changes(seq=64, kv_seq=64), BOTH))
+    engine.handle(Configure(2, SMALL.with_changes(seq=64, kv_seq=64), BOTH))
     assert engine.runs[Backend.MATH] is not math
 
 
 def test_each_slice_wakes_the_backend_before_it_is_timed(monkeypatch):
     engine, _ = cpu_engine()
-    engine._configure(Configure(1, SMALL, (Backend.MATH,)))
+    engine.handle(Configure(1, SMALL, (Backend.MATH,)))
     run = engine.runs[Backend.MATH]
     calls = []
     step = run.step
@@ -169,7 +169,7 @@ def test_each_slice_wakes_the_backend_before_it_is_timed(monkeypatch):
 
 def test_a_due_burst_waits_while_a_key_press_is_waiting_to_be_read():
     engine, channel = cpu_engine()
-    engine._configure(Configure(1, SMALL, (Backend.MATH,), sample_interval_s=0.0))
+    engine.handle(Configure(1, SMALL, (Backend.MATH,), sample_interval_s=0.0))
     channel.waiting.append(Configure(2, SMALL, BOTH))  # the UI sent it; the engine has not read it yet
     engine._measure_next()  # the burst is due (one sample came with the set-up)
     engine._send_peak_when_due()
@@ -190,6 +190,6 @@ def test_on_the_cpu_the_engine_leaves_one_core_unless_the_user_chose():
 def test_a_configuration_received_while_paused_takes_no_sample():
     engine, channel = cpu_engine()
     engine.paused = True
-    engine._configure(Configure(1, SMALL, BOTH))
+    engine.handle(Configure(1, SMALL, BOTH))
     assert set(engine.runs) == set(BOTH)
     assert not any(isinstance(r, Sample) for r in channel.records)

@@ -102,7 +102,7 @@ def engine_on_cpu(monkeypatch, profiler_process) -> Callable[[list[float]], tupl
 def measure(engine: Engine, config: Configure, slices: int) -> None:
     """``slices`` turns of the engine's loop, waiting out the profiler process's start (its
     first burst is due then)."""
-    engine._configure(config)
+    engine.handle(config)
     engine.profiler.wait_ready()
     for _ in range(slices):
         engine._measure_next()
@@ -153,7 +153,7 @@ def test_what_a_new_workload_loads_is_not_growth_but_growth_on_a_known_one_is(en
     run(1, SMALL)
     assert engine._growth.baseline_mib == 1000.0
     longer = replace(SMALL, seq=64, kv_seq=64)
-    engine._configure(Configure(2, longer, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=allowance))
+    engine.handle(Configure(2, longer, (Backend.MATH,), profile_every_s=0.0, recycle_growth_mib=allowance))
     rss["mib"] = 1400.0  # the first use of `longer` loads 400 MiB, more than the allowance
     run(2, longer)
     assert not engine.recycled and engine._growth.baseline_mib == 1400.0
