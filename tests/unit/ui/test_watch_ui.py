@@ -88,7 +88,7 @@ async def test_shapes_rows_detail_log_exit_code_and_try_in_lab(log_file):
         assert expected.strip() and expected.split()[0] in log_text  # the program's first printed number
         assert path in widget_text(app, "#watch-banner")
         # the dropout row: MATH, with Flash's reason naming dropout
-        dropout_index = next(i for i, key in enumerate(calls._order) if calls.rows[key].signature.dropout_p)
+        dropout_index = next(i for i, key in enumerate(calls.row_keys) if calls.rows[key].signature.dropout_p)
         await pilot.press(*["down"] * dropout_index)
         detail = str(calls.query_one("#call-detail").render())
         assert "dropout_p 0.5" in detail and "why not Flash" in detail
@@ -262,7 +262,7 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
             assert str(table.get_cell(key, "saving")).strip() == "200.0 µs"
         other = next(k for k, row in app.calls.rows.items() if row.backend != "MATH")
         assert str(table.get_cell(other, "best")) == ""
-        table.move_cursor(row=app.calls._order.index(math_keys[0]))
+        table.move_cursor(row=app.calls.row_keys.index(math_keys[0]))
         await settle(pilot, until=lambda: "code    with sdpa_kernel" in widget_text(app, "#call-detail"))
         detail = widget_text(app, "#call-detail")
         assert "alternatives (lab, eager clock" in detail and "best    Flash: saves 200.0 µs per call" in detail
@@ -344,9 +344,9 @@ async def test_times_measured_on_a_host_busy_beyond_the_program_are_marked(tmp_p
         assert "HOST BUSY beyond the program: tasks waited 45%, others used 1.3 cores" in \
             " ".join(widget_text(app, "#watch-banner").split())
         table = app.calls.query_one(DataTable)
-        times = {app.calls.rows[k].backend: str(table.get_cell(k, "time")) for k in app.calls._order}
+        times = {app.calls.rows[k].backend: str(table.get_cell(k, "time")) for k in app.calls.row_keys}
         assert times == {"FLASH_ATTENTION": "14.0 µs cpu*", "MATH": "24.0 µs cpu"}
-        flash = app.calls._order.index(next(k for k, r in app.calls.rows.items() if r.backend == "FLASH_ATTENTION"))
+        flash = app.calls.row_keys.index(next(k for k, r in app.calls.rows.items() if r.backend == "FLASH_ATTENTION"))
         table.move_cursor(row=flash)
         await settle(pilot)
         detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
@@ -406,10 +406,10 @@ async def test_a_call_whose_backward_made_nan_is_marked_red_and_its_panel_says_g
         await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 2)
         await settle(pilot)
         table = app.calls.query_one(DataTable)
-        backends = {app.calls.rows[k].backend: table.get_cell(k, "backend") for k in app.calls._order}
+        backends = {app.calls.rows[k].backend: table.get_cell(k, "backend") for k in app.calls.row_keys}
         assert str(backends["MATH"]).startswith("✗ ") and backends["MATH"].style == "bold red"
         assert not str(backends["FLASH_ATTENTION"]).startswith("✗")
-        table.move_cursor(row=app.calls._order.index(next(k for k, r in app.calls.rows.items() if r.backend == "MATH")))
+        table.move_cursor(row=app.calls.row_keys.index(next(k for k, r in app.calls.rows.items() if r.backend == "MATH")))
         await settle(pilot)
         detail = " ".join(str(app.calls.query_one("#call-detail").render()).split())
         assert "gradients (MATH backward): dq non-finite in 3 of 3 sampled backward(s) (1,024 of 1,024 elements)" \
@@ -435,10 +435,10 @@ async def test_calls_watch_cannot_inspect_get_a_row_with_their_site_and_count(si
     """Issue 36, item 4: nn.MultiheadAttention's fast path was undercounted live, with no notice on screen."""
     app = watch_recorded(FastPathProgram(), tmp_path, monkeypatch)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot, until=lambda: app.calls is not None and len(app.calls._order) == 3)
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.row_keys) == 3)
         await settle(pilot)
         table = app.calls.query_one(DataTable)
-        last = app.calls._order[-1]
+        last = app.calls.row_keys[-1]
         cells = {column: str(table.get_cell(last, column)) for column in ("site", "count", "backend")}
         assert cells == {"site": "two_models.py:63", "count": "1,234", "backend": "not seen (C++)"}
         assert "1,234" in widget_text(app, "#calls-table") and "not seen (C++)" in widget_text(app, "#calls-table")

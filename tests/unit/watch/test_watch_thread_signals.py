@@ -41,14 +41,15 @@ def test_a_thread_that_leaves_signals_blocks_the_asynchronous_ones_only() -> Non
 
 def test_the_probes_thread_blocks_sigterm_and_sigint() -> None:
     probe = Probe(None, kernel_bursts=False)
-    probe._ensure_thread()
+    before = set(threading.enumerate())
+    probe.start_sending()
     try:
-        thread = wait_until(lambda: probe._thread if probe._thread and probe._thread.native_id else None, 10,
+        thread = wait_until(lambda: next((t for t in set(threading.enumerate()) - before
+                                          if t.name == "sdpa-tui-watch" and t.native_id), None), 10,
                             "the probe's thread running")
         # its first line blocks them
         wait_until(lambda: {signal.SIGTERM, signal.SIGINT} <= blocked_in(thread.native_id), 10,
                    "SIGTERM and SIGINT blocked in the probe's thread")
     finally:
-        probe._stop.set()
-        probe.bursts.stopped.set()
-        probe._thread.join(10)
+        probe.finish()  # stops and joins its thread
+    assert not thread.is_alive()
