@@ -10,10 +10,10 @@ from rich.console import Console
 from ..core.backends import Backend
 from ..core.workload import Workload
 from ..engine.host.headless import EngineFailed, Progress, measure
-from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.report_data import report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 
 TIMEOUT_S = 300.0
 """When this is up (engine start included), the report shows what it has, marked as few samples; it fails only

@@ -18,10 +18,10 @@ from ..core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_w
 from ..core.sweep.sweep_points import Sweep
 from ..core.workload import Workload
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
-from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..exports.files.atomic import write_text_atomic
 from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep.sweep_terminal import progress_line, render
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 
 
 # ------------------------------------------------------------------ the command

@@ -8,16 +8,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..core.backends import ALL_BACKENDS
-from ..core.calls.advice import SignatureAdvice
-from ..core.calls.call_signature import dtype_name
-from ..core.calls.compiled_twins import cost_lines
-from ..core.calls.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-from ..core.calls.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
-from ..core.traces.kernel_short_names import short_name
-from ..core.units import duration
-from ..watch import gradient_text
-from ..watch.call_cells import (
+from ...core.backends import ALL_BACKENDS
+from ...core.calls.advice import SignatureAdvice
+from ...core.calls.call_signature import dtype_name
+from ...core.calls.compiled_twins import cost_lines
+from ...core.calls.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
+from ...core.calls.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
+from ...core.traces.kernel_short_names import short_name
+from ...core.units import duration
+from ...watch import gradient_text
+from ...watch.call_cells import (
     backend_cell,
     backward_cell,
     compiled_lines,

@@ -129,7 +129,7 @@ def test_load_report_reads_a_snapshot_directory_without_snapshot(tmp_path):
 @pytest.mark.parametrize("output", [(), ("--json",), ("--markdown",)])
 def test_reports_of_two_workloads_are_not_comparable_and_exit_3_in_one_line(capsys, output):
     """A ratio of two workloads' times is no regression: a CI gate gets its own code, not 1."""
-    from sdpa_tui.exit_codes import EXIT_NOT_COMPARABLE
+    from sdpa_tui.commands.exit_codes import EXIT_NOT_COMPARABLE
 
     code, out, err = run(capsys, H100 / "report-small.json", H100 / "report-8k.json", *output)
     assert code == EXIT_NOT_COMPARABLE == 3 and out == ""
