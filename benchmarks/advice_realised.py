@@ -1,5 +1,5 @@
 """Is watch's advice realised? Watch a program with ``--report`` (advice measured after it exits), apply the top
-change to the program's source as its code says (``tests/advice_apply.py``), watch the changed program again, and
+change to the program's source as its code says (``tests/support/advice_apply.py``), watch the changed program again, and
 set the saving per call the lab predicted beside the one measured in the program. Prints a table, writes JSON.
 
     python3 benchmarks/advice_realised.py                      # the CPU: advised_context.py, MATH → Flash
@@ -11,7 +11,7 @@ loop's own time set beside: a rewrite outside the SDPA call (the pads of a padde
 call's kernels.
 
 FlexAttention is left out of the advice (``--no-flex``): it leaves SDPA, so the changed program's call could not be
-watched again (tests/test_advice_realised.py says when it came first).
+watched again (tests/processes/watch/test_advice_realised.py says when it came first).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from recorded import run_header, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from advice_apply import apply_top_advice  # noqa: E402
+from support.advice_apply import apply_top_advice  # noqa: E402
 
 PROGRAMS = ROOT / "tests" / "watch_programs"
 

@@ -203,7 +203,7 @@ def one_repeat(name: str, device: Any, state: dict[str, Any], i: int) -> None:
         workload, enabled = state["states"][i % len(state["states"])]
         live = name != "configure"
         # A burst comes as each backend's second slice (profile_every_s=0: every other slice)
-        engine._configure(Configure(i + 1, workload, enabled, profile_every_s=3600.0 if live else 0.0))
+        engine.handle(Configure(i + 1, workload, enabled, profile_every_s=3600.0 if live else 0.0))
         if name == "configure-live-no-bursts":
             for run in engine.runs.values():
                 run.next_profile = float("inf")

@@ -120,7 +120,7 @@ own_import() {
       python3 benchmarks/ui_live.py --device cuda --seconds 5 --json "$OUT/r/ui-live-startup-cold.json"
       python3 benchmarks/ui_live.py --device cuda --seconds 5 --json "$OUT/r/ui-live-startup-warm.json"
       python3 -m sdpa_tui report --duration 1 --json "$OUT/r/report-startup.json" >/dev/null
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py 2>&1 | tail -5
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/processes/engine/test_startup_times.py 2>&1 | tail -5
       ;;
     startup-prewarm)
       # issue 20: the engine's prewarm (GPU context and cuDNN's libraries beside import torch), with and without,
@@ -144,7 +144,7 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("ui-live-*-with*.json")):
           f"{t.get('pick_probe', n):>6.2f} {d.get('first_sample_s') or n:>12.2f} {d.get('kernels_named_s') or n:>6.2f} "
           f"{d.get('first_frame_s') or n:>6.2f}")
 PY
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_cuda_prewarm.py 2>&1 | tail -3
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/processes/engine/test_startup_times.py tests/unit/engine/test_cuda_prewarm.py 2>&1 | tail -3
       ;;
     startup-cold)
       # issue 20: the cold start's wait in the pick's first call. Which library pages each backend's first call
@@ -254,7 +254,7 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("first-gpu-call-*.json")):
 print("seconds from the command; 'vs import + 1 s' at 0 or below meets issue 39's goal; pick named: the engine's "
       "graph_kernels phase (the first backend's kernels named from its graph's nodes)")
 PY
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_startup_times.py tests/test_slice_order.py 2>&1 | tail -3
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/processes/engine/test_startup_times.py tests/unit/engine/test_slice_order.py 2>&1 | tail -3
       ;;
     startup-ab)
       # issue 20: this checkout against another commit's (BEFORE=folder holding its sdpa_tui, e.g. made with
@@ -425,7 +425,7 @@ PY
       log "gpus: screenshots (overview; --devices all side by side) at 120x40"
       python3 scripts/gpus_screenshot.py --out "$OUT/r/gpus-shots" --devices all
       log "gpus: cuda tests"
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_devices_cuda.py 2>&1 | tail -5
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/gpu/test_devices_cuda.py 2>&1 | tail -5
       ;;
     sweep)
       log "sweep 256..32768 bf16 causal"
@@ -469,7 +469,7 @@ PY
       ;;
     watch)
       log "watch: cuda tests (plain script, transformers Llama bf16, torch.compile), overhead, a Llama's call table (~3 min)"
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_watch_cuda.py 2>&1 | tail -15
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/gpu/test_watch_cuda.py 2>&1 | tail -15
       python3 benchmarks/watch_overhead.py --device cuda --json "$OUT/r/watch-overhead-cuda.json"
       COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-llama-cuda.json" -- \
         python3 tests/watch_programs/hf_models.py cuda bfloat16 > "$OUT/r/calls-llama-cuda.txt" 2>&1
@@ -510,8 +510,8 @@ PY
       tmux send-keys -t gpus q; sleep 5
       pgrep -af "sdpa_tui|spawn_main" || echo "no process left"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
       log "cuda tests of --devices and of watch's ranks"
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_devices_cuda.py \
-        tests/test_watch_distributed.py 2>&1 | tail -5
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/gpu/test_devices_cuda.py \
+        tests/processes/watch/test_watch_distributed.py 2>&1 | tail -5
       ;;
     two-gpus-short)
       # after a change to the engine's devices: both GPUs idle, GPU 1 loaded, the cuda tests (about 5 minutes)
@@ -523,8 +523,8 @@ PY
       python3 -m sdpa_tui report --devices all --duration 2 --json "$OUT/r/report-devices-loaded.json" | tail -12
       kill $busy; wait $busy
       log "cuda tests of --devices and of watch's ranks"
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda tests/test_devices_cuda.py \
-        tests/test_watch_distributed.py 2>&1 | tail -15
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda tests/gpu/test_devices_cuda.py \
+        tests/processes/watch/test_watch_distributed.py 2>&1 | tail -15
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv
       ;;
     two-gpus-neighbour)
@@ -566,7 +566,7 @@ PY
       ;;
     flex)
       log "FlexAttention as an alternative: its cuda test, scripts/diag_flex.py (independent), watch's advice (~4 min)"
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/test_flex_alternative.py 2>&1 | tail -5
+      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot tests/unit/watch/test_flex_alternative.py 2>&1 | tail -5
       python3 scripts/diag_flex.py "$OUT/r/flex-diag.json"
       COLUMNS=220 python3 -m sdpa_tui watch --report "$OUT/r/calls-flex-cuda.json" -- \
         python3 tests/watch_programs/flex_cases.py cuda > "$OUT/r/calls-flex-cuda.txt" 2>&1

@@ -11,6 +11,6 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backe
 echo "=== fidelity, six shapes, ${RUNS:-2} runs"
 timeout ${LIMIT:-420} python3 benchmarks/fidelity.py --runs ${RUNS:-2} --duration ${DURATION:-2} --json $OUT/r/fidelity-$tag.json 2>&1 | grep -v Warning
 echo "=== the graph's sizing"
-timeout 120 python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -n 0 tests/test_engine_cuda.py -k "graph_holds" 2>&1 | tail -3
+timeout 120 python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -n 0 tests/gpu/test_engine_cuda.py -k "graph_holds" 2>&1 | tail -3
 } 2>&1 | tee $OUT/r/log.txt
 tar czf $OUT/res.tgz -C $OUT r

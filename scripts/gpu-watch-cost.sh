@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
 case $PART in
   tests)
-    echo "=== watch cuda tests"; timeout 330 python3 -m pytest -q -p no:cacheprovider --durations=8 tests/test_watch_cuda.py 2>&1 | tail -25
+    echo "=== watch cuda tests"; timeout 330 python3 -m pytest -q -p no:cacheprovider --durations=8 tests/gpu/test_watch_cuda.py 2>&1 | tail -25
     echo "=== per-call cost"; timeout 200 python3 benchmarks/watch_overhead.py --repeats 7 --steps 5 --json $OUT/r/watch-overhead-h100.json ;;
   step)
     echo "=== step cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \

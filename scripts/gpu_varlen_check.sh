@@ -49,8 +49,8 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backe
 case $PART in
   lab) lab ;;
   watch) watched ;;
-  tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_packed_alternative.py 2>&1 | tail -15 ;;
-  all) lab; watched; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_packed_alternative.py 2>&1 | tail -15 ;;
+  tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
+  all) lab; watched; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
 esac
 } 2>&1 | tee $OUT/r/log-varlen-$PART.txt
 tar czf $OUT/res.tgz -C $OUT r

@@ -8,7 +8,7 @@
 #   bash scripts/torch_range.sh newest            # the newest torch on the index (CI too): a
 #                                                 # pip constraints file that caps torch is set aside for this venv
 #   bash scripts/torch_range.sh 2.11.0            # a given release
-#   bash scripts/torch_range.sh 2.11.0 tests/test_watch_cpu.py   # other tests than the marker's: pytest's arguments
+#   bash scripts/torch_range.sh 2.11.0 tests/processes/watch/test_watch_cpu.py   # other tests than the marker's: pytest's arguments
 #   bash scripts/torch_range.sh 2.11.0 tests                     # the whole suite
 # The venv goes to ${VENV:-/tmp/sdpa-tui-torch-VERSION} and is kept for the next run; the project is installed
 # into it editable from here.

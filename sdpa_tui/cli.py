@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 from .commands.compare import add_compare_parser
 from .commands.devices_option import add_devices_option, resolve_devices
+from .commands.exit_codes import EXIT_USAGE
 from .commands.metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.padded_lengths import lengths_for_padding, parse_lengths, parse_padding
 from .core.protocol.engine_commands import ENGINE_MEMORY_MIB
 from .core.workload import DIRECTIONS, DTYPES, MASKS, Workload, WorkloadError
 from .engine.host.spawned_main import spawn_children_without_the_script
-from .exit_codes import EXIT_USAGE
 from .exports.files.output_paths import check_output_paths
 from .telemetry.device_choice import DEVICE_SPEC, SPEC_HELP, DeviceError, check_device
 

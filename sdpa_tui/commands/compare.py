@@ -13,8 +13,8 @@ import json
 import math
 import sys
 
-from ..exit_codes import EXIT_NOT_COMPARABLE, EXIT_SLOWER, EXIT_USAGE
 from ..exports.compare.report_diff import DEFAULT_THRESHOLD, ReportFileError, compare_reports, load_report
+from .exit_codes import EXIT_NOT_COMPARABLE, EXIT_SLOWER, EXIT_USAGE
 
 # The CLI imports this module to build its parser at every start (the live monitor's too): what only a comparison
 # needs (the watch report model, its diff, Rich) is imported when one runs.

@@ -21,13 +21,13 @@ from ..core.protocol.engine_events import EngineDied, EngineRecycled
 from ..core.protocol.records import Ready
 from ..core.workload import Workload
 from ..engine.host.supervisor import EngineSupervisor
-from ..exit_codes import EXIT_USAGE
 from ..exports.metrics.lab_metrics import LatestMetrics
 from ..exports.metrics.metrics_address import check_address, check_port, is_loopback
 from ..exports.metrics.metrics_server import MetricsServerError, serve_metrics
 from ..telemetry.device_choice import gpu_index
 from ..telemetry.gpu_poller import GpuPoller
 from ..telemetry.gpu_snapshot import GpuSnapshot
+from .exit_codes import EXIT_USAGE
 
 NVML_INTERVAL_S = 1.0
 

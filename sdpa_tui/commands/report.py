@@ -13,11 +13,11 @@ from ..core.calls.packed_alternative import refusal as packed_refusal
 from ..core.workload import Workload
 from ..engine.host.headless import EngineFailed, Progress, measure
 from ..engine.host.packed_cost_client import measure_packed
-from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.packed_rows import PackedRow, packed_rows
 from ..exports.lab.report_data import report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
 
 PACKED_TIMEOUT_S = 120.0
 TIMEOUT_S = 300.0

@@ -23,12 +23,12 @@ from ..core.workload import Workload
 from ..engine.host import device_engines
 from ..engine.host.client import descendants
 from ..engine.host.headless import EngineFailed, Progress, measure
-from ..exit_codes import EXIT_ENGINE
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.gpu_tables import markdown_comparison, rich_comparison
 from ..exports.lab.report_data import report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
+from .exit_codes import EXIT_ENGINE
 
 NVML_INTERVAL_S = 1.0
 

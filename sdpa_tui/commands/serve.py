@@ -21,7 +21,7 @@ import sys
 
 from ..core.backends import Backend
 from ..core.workload import Workload
-from ..exit_codes import EXIT_USAGE
+from .exit_codes import EXIT_USAGE
 
 DEFAULT_PORT = 8467
 DEFAULT_ADDRESS = "127.0.0.1"

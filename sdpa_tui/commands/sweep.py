@@ -23,12 +23,12 @@ from ..core.sweep.sweep_points import Sweep
 from ..core.workload import Workload, WorkloadError
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
 from ..engine.host.packed_cost_client import measure_packed
-from ..exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.packed_rows import packed_rows
 from ..exports.sweep.padding_sweep import PaddingPoint, padding_dict, padding_table
 from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep.sweep_terminal import progress_line, render
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
 
 
 # ------------------------------------------------------------------ the command

@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 
 from ..core.calls.watch_report import Advisor
-from ..exit_codes import EXIT_NONFINITE, EXIT_USAGE
 from ..exports.files.atomic import write_text_atomic
 from ..exports.files.output_paths import check_output_path
 from ..exports.metrics.metrics_address import DEFAULT_ADDRESS
@@ -21,6 +20,7 @@ from ..watch.metrics_publisher import MetricsPublisher
 from ..watch.replay_client import replay_flagged
 from ..watch.state_socket import DEFAULT_REPRO_DIR
 from ..watch.watched_program import CommandError, WatchedProgram
+from .exit_codes import EXIT_NONFINITE, EXIT_USAGE
 
 FORMATS = ("text", "markdown", "json")
 

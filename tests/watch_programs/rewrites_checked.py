@@ -1,7 +1,7 @@
 """One call every rewrite applies to, with arguments of its own: fp32, GQA (8 query heads, 2 K/V heads), head dim 20,
 a causal mask passed as a tensor, ``scale=0.3``. Each rewrite's code (``is_causal=True``, K/V expanded, the head dim
 padded, bf16) must keep the scale and what the mask means, and is run against the call before it is offered
-(tests/test_advice_code_check.py)."""
+(tests/unit/watch/test_advice_code_check.py)."""
 
 import torch
 import torch.nn.functional as F

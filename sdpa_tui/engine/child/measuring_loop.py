@@ -81,7 +81,7 @@ class Engine(AccuracyAndPeaks, TimingSlices):
                 runnable = bool(self.runs) and not self.paused
                 wait = self._wait_time() if runnable else 0.5
                 for record in latest_configure_only(self.channel.receive_all(timeout=wait)):
-                    self._handle(record)
+                    self.handle(record)
                 if not self.stopping and self.runs and not self.paused:
                     self._send_accuracies_when_due()
                     self._measure_next()
@@ -142,7 +142,9 @@ class Engine(AccuracyAndPeaks, TimingSlices):
             return 0.0
         return max(0.0, min(r.due_at(interval) for r in self.runs.values()) - time.monotonic())
 
-    def _handle(self, record: object) -> None:
+    def handle(self, record: object) -> None:
+        """One record from the UI, as the loop reads it: stop, pause, a configuration to set up (once: the same one
+        again is already set up), a trace capture."""
         if isinstance(record, Shutdown):
             self.stopping = True
         elif isinstance(record, SetPaused):

@@ -1,5 +1,5 @@
 """Which backend the engine times next, and what that slice does: pure functions of the runs' states, so that the
-order is tested without a GPU (tests/test_slice_order.py).
+order is tested without a GPU (tests/unit/engine/test_slice_order.py).
 
 The order (issue 39): a backend's first number is eager, on screen without a capture; its CUDA graph is captured at
 its next slice, which goes before any other slice and before its own first kernel burst: the GPU/call clock and the

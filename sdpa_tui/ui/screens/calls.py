@@ -19,7 +19,7 @@ from ...core.calls.advice import SignatureAdvice
 from ...core.calls.call_signature import CallSignature
 from ...core.calls.watch_report import CONTENDED_MARK, CallRow, WatchReport
 from ...core.calls.watched_calls import UninspectedCalls
-from ..call_rows import (
+from .call_rows import (
     CHECK_FAILED,
     COLUMNS,
     MODULE_WIDTH,
@@ -186,6 +186,11 @@ class CallsScreen(Screen):
         if ident not in self._keys:
             self._keys[ident] = f"call-{len(self._keys)}"
         return self._keys[ident]
+
+    @property
+    def row_keys(self) -> tuple[str, ...]:
+        """The table's rows, top to bottom: each row's key (``rows`` and ``uninspected`` hold what it shows)."""
+        return tuple(self._order)
 
     def selected_key(self) -> str | None:
         table = self.query_one(DataTable)

@@ -1,0 +1,104 @@
+"""``sdpa-tui watch`` on a GPU: each call's own kernel time and kernels, the chosen backend's kernels, real
+models (forward and backward), and torch.compile (calls counted per graph run, no graph break or recompile)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from support.paths import PROGRAMS
+from support.watching import plain, watch
+
+from sdpa_tui.core.traces.kernel_names import ATTENTION_FAMILIES, identify
+
+pytestmark = [pytest.mark.cuda, pytest.mark.torch_range]
+
+_FAMILY_BACKEND = {"cuDNN": "CUDNN_ATTENTION", "FlashAttention": "FLASH_ATTENTION",
+                   "CUTLASS memory-efficient": "EFFICIENT_ATTENTION"}
+
+
+def attention_backends(kernels: list[str]) -> set[str]:
+    """The SDPBackend names whose kernels appear among ``kernels`` (MATH has none of its own)."""
+    found = set()
+    for name in kernels:
+        family = identify(name).family
+        if family in ATTENTION_FAMILIES:
+            found.update(b for prefix, b in _FAMILY_BACKEND.items() if family.startswith(prefix))
+    return found
+
+
+def test_plain_script_rows_have_gpu_time_kernels_and_the_backend_torch_ran(tmp_path):
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "cuda_shapes.py"))
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    assert len(calls) == 5, [c["q_shape"] for c in calls]
+    for call in calls:
+        what = f"{call['q_shape']} {call['dtype']} {call['flags']}: {call['backend']} {call['kernels'][:3]}"
+        assert call["device"].startswith("cuda") and call["count"] == 40, what
+        assert call["kernel_us"]["n"] >= 8 and 0 < call["kernel_us"]["median"] <= call["kernel_us"]["p90"], what
+        assert call["first_call_us"] > 0 and call["kernels"], what
+        ran = attention_backends(call["kernels"])
+        if call["backend"] == "MATH":
+            assert not ran, what  # matmul and softmax kernels, no fused attention kernel
+        else:
+            assert ran == {call["backend"]}, what
+    forced = next(c for c in calls if c["flags"] == ["MATH"])
+    assert forced["backend"] == "MATH" and "flag is off" in forced["why_not"]["FLASH_ATTENTION"]
+    fp32 = next(c for c in calls if c["dtype"] == "torch.float32")
+    assert fp32["backend"] != "FLASH_ATTENTION" and fp32["why_not"]["FLASH_ATTENTION"]
+    assert report["kernels_note"] is None
+
+
+def test_transformers_llama_bf16_on_cuda_rows_name_modules_and_kernels(tmp_path):
+    pytest.importorskip("transformers")
+    program = (sys.executable, str(PROGRAMS / "hf_models.py"), "cuda", "bfloat16")
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    calls = report["calls"]
+    llama = [c for c in calls if (c["module"] or "").startswith("LlamaForCausalLM:model.layers.")]
+    assert llama, [(c["module"], c["q_shape"]) for c in calls]
+    assert all(c["dtype"] == "torch.bfloat16" and c["device"].startswith("cuda") for c in calls)
+    assert any(c["grad"] for c in llama), "the training steps record autograd"
+    assert all(c["kernel_us"]["n"] > 0 and c["kernels"] for c in calls), "every signature profiled"
+    assert any(c["modules"] == ["LlamaForCausalLM:model.layers.{0..1}.self_attn"] for c in llama)
+    trained = [c for c in llama if c["grad"]]
+    assert all(c["backward"] and c["backward"]["kernel_us"]["n"] > 0 and c["backward"]["kernels"] for c in trained)
+    assert 0 < report["sdpa_share_of_gpu"] < 1
+    for call in llama:
+        if call["backend"] != "MATH":
+            assert attention_backends(call["kernels"]) == {call["backend"]}, (call["backend"], call["kernels"])
+
+
+def test_compiled_attention_is_named_its_kernels_seen_and_dynamo_unchanged(tmp_path):
+    program = (sys.executable, str(PROGRAMS / "compiled_attention.py"))
+    proc, report = watch(tmp_path, *program)
+    assert proc.returncode == 0, proc.stderr
+    watched, alone = (json.loads(next(line for line in out.splitlines() if line.startswith('{"dynamo"')))
+                      for out in (proc.stdout, plain(*program)))
+    assert watched["dynamo"] == alone["dynamo"], "watch added a graph break or a recompile"
+    assert watched["total"] == alone["total"]
+    compiled = report["compiled"]
+    assert any(f.startswith("attend (compiled at ") and "compiled_attention.py" in f for f in compiled["functions"])
+    assert compiled["attention_kernels"], "the bursts see the attention kernels inside compiled regions"
+    assert all(identify(k).family in ATTENTION_FAMILIES for k in compiled["attention_kernels"])
+    rows = {c["compiled"]: c for c in report["calls"]}
+    assert rows[False]["count"] == 5 and rows[True]["count"] == 60, "eager calls apart from the graph's runs"
+    graph = rows[True]
+    assert graph["count_exact"] and graph["site"].endswith("compiled_attention.py:14") and graph["compiled_fn"] == "attend"
+    assert graph["backend"] and attention_backends(graph["kernels"]) == {graph["backend"]}
+    assert graph["kernel_us"]["n"] > 0
+
+
+def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_profiled(tmp_path):
+    """After the first shape's window none is due for over 10 s (the schedule's first comes at 30 s): watch lets Kineto
+    detach CUPTI (a launch costs less from then on). Shapes that appear later re-attach it and are profiled, and a
+    pause with no CUDA call hangs nothing."""
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAMS / "late_shapes.py"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, "the profiler's windows say nothing on the program's stderr"
+    captures = report["captures"]
+    assert captures["detached"] >= 1 and captures["untimed"] == 0 and not captures["failures"], captures
+    assert len(report["calls"]) == 3
+    for call in report["calls"]:
+        assert call["kernel_us"]["n"] >= 8 and call["kernels"], (call["q_shape"], call["kernel_us"], captures)

@@ -1,0 +1,118 @@
+"""The sampled output check's reference, computed block by block, equals SDPA in float64 over the whole call."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sdpa_tui.core.calls.watched_calls import OutputCheck
+from sdpa_tui.watch.probe.checks import output_check
+
+pytestmark = pytest.mark.torch_range
+
+
+def _inputs(heads=4, kv_heads=2, rows=24, keys=40, dim=8, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, heads, rows, dim, generator=gen)
+    k = torch.randn(2, kv_heads, keys, dim, generator=gen)
+    v = torch.randn(2, kv_heads, keys, dim, generator=gen)
+    return q, k, v
+
+
+MASKS = {
+    "none": lambda b, h, r, s: None,
+    "bool full": lambda b, h, r, s: torch.rand(b, h, r, s, generator=torch.Generator().manual_seed(1)) > 0.3,
+    "padding [b,1,1,s]": lambda b, h, r, s: (torch.arange(s) < s - 5).expand(b, 1, 1, s).clone(),
+    "float [r,s]": lambda b, h, r, s: torch.randn(r, s, generator=torch.Generator().manual_seed(2)),
+}
+
+
+@pytest.mark.parametrize("budget,blocks", [
+    (16 * 4 * 24 * 40 * 2, (1, 1)),  # the whole call in one block
+    (16 * 4 * 24 * 40, (2, 2)),  # a batch element a block
+    (16 * 2 * 24 * 40, (4, 4)),  # gqa: a key/value head (and its 2 query heads) a block; else 2 heads a block
+    (16 * 2 * 40 * 5, (2 * 2 * 5, 2 * 4 * 3)),  # bands of rows: 5 of a 2-head group, 10 of one head
+])
+@pytest.mark.parametrize("mask_kind", sorted(MASKS))
+@pytest.mark.parametrize("gqa", [True, False])
+def test_blocks_give_the_whole_calls_float64_result(monkeypatch, mask_kind, gqa, budget, blocks):
+    q, k, v = _inputs(kv_heads=2 if gqa else 4)
+    mask = MASKS[mask_kind](2, 4, q.shape[2], k.shape[2])
+    monkeypatch.setitem(output_check.BLOCK_BYTES, "cpu", budget)
+    assert len(list(output_check._blocks(q, k, gqa))) == blocks[0 if gqa else 1]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+    whole = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                           attn_mask=mask.double() if mask is not None and mask.is_floating_point()
+                                           else mask, enable_gqa=gqa)
+    error, size, _, _ = output_check.reference_error(out, q, k, v, mask, False, None, gqa)
+    assert error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
+    assert size == pytest.approx(float(whole.abs().max()), rel=1e-12)
+
+
+@pytest.mark.parametrize("rows,keys", [(24, 24), (16, 40), (40, 16)])
+def test_is_causal_in_bands_is_torchs_top_left_causal_mask(monkeypatch, rows, keys):
+    q, k, v = _inputs(heads=2, kv_heads=2, rows=rows, keys=keys)
+    monkeypatch.setitem(output_check.BLOCK_BYTES, "cpu", 16 * keys * 7)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    whole = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    error, _, masked, _ = output_check.reference_error(out, q, k, v, None, True, None, False)
+    assert masked == 0
+    assert error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
+    assert error < 1e-5, "a wrongly placed causal band would differ by O(1)"
+
+
+def test_a_wrong_output_fails_and_a_call_too_large_is_said():
+    q, k, v = _inputs(kv_heads=4)
+    out = F.scaled_dot_product_attention(q, k, v).clone()
+    out[1, 3, 20, 0] += 0.5
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, None, 0.0, False, None, False)
+    assert check.ok is False and check.samples == 1 and check.max_abs_error == pytest.approx(0.5, rel=1e-4)
+    big = torch.zeros(1, 64, 1024, 8)  # finite (torch.empty may hold NaN): the size alone stops the check
+    check = OutputCheck()
+    output_check.check_output(check, big, big, big, big, None, 0.0, False, None, False)
+    assert check.samples == 0 and check.ok is None and check.note.startswith("not checked: the float64 reference would")
+
+
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_rows_with_every_key_masked_are_counted_not_compared(float_mask):
+    """Left padding under a causal mask leaves the padded queries no key (transformers' padded batches): float64
+    MATH writes 0 there and cuDNN did not (0.19 on the H100); a check must not fail on that, and must say it."""
+    q, k, v = _inputs(heads=4, kv_heads=4, rows=16, keys=16)
+    keep = torch.ones(2, 1, 16, 16, dtype=torch.bool).tril()
+    keep[0, :, :, :5] = False  # sequence 0 padded on the left by 5: its first 5 queries see nothing
+    mask = torch.zeros(keep.shape).masked_fill(~keep, float("-inf")) if float_mask else keep
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).clone()
+    out[0, :, :5] = 0.25  # what another backend may write on the rows with no key
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, mask, 0.0, False, None, False)
+    assert check.ok is True and check.samples == 1, check
+    assert check.masked_rows == 4 * 5 and check.masked_rows_max == pytest.approx(0.25)
+    out[1, 2, 9, 3] += 0.5  # a row that had keys: still compared
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, mask, 0.0, False, None, False)
+    assert check.ok is False and check.max_abs_error == pytest.approx(0.5, rel=1e-4)
+
+
+def test_masked_rows_are_said_in_the_report_and_the_calls_view():
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watch_report import build_report
+    from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
+    from sdpa_tui.ui.screens.call_rows import check_lines as view_lines
+    from sdpa_tui.watch.call_cells import check_lines as report_lines
+
+    sig = CallSignature(q_shape=(2, 16, 256, 64), kv_shape=(2, 16, 256, 64), dtype="torch.bfloat16", device="cuda:0",
+                        mask="bool", mask_shape=(2, 1, 256, 256), causal=False, dropout_p=0.0, scale=0.125,
+                        gqa=False, grad=False)
+    check = OutputCheck(samples=1, max_abs_error=1e-3, max_rel_error=2.2e-3, tolerance=3e-2, ok=True,
+                        masked_rows=1024, masked_rows_max=0.189)
+    stats = CallStats(sig, count=10, site="truth.py:47", backend="CUDNN_ATTENTION", check=check)
+    report = build_report(["truth.py"], 0, [ProcessState(pid=1, calls=[stats])], 1.0)
+    lines = report_lines(report)
+    assert any("1,024 query rows had every key masked" in line and "0.189" in line for line in lines), lines
+    assert not any(line.startswith("OUTPUT CHECK FAILED") for line in lines)
+    assert lines[-1].startswith("output check: 1 signature(s), 1 output(s)"), lines
+    (row,) = report.rows
+    assert view_lines(row)[1].strip().startswith("1,024 query rows had every key masked (not compared)")
+    assert report.to_dict()["calls"][0]["check"]["masked_rows"] == 1024

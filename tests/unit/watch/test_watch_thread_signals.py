@@ -1,0 +1,55 @@
+"""Watch's thread in a watched process blocks the program's signals, so they reach the program's own threads
+(a forked Pool worker hung in CI when its terminate() SIGTERM landed on watch's thread: thread_signals.py)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from support.waiting import wait_until
+
+from sdpa_tui.watch.probe.slow_path import Probe
+from sdpa_tui.watch.probe.thread_signals import leave_signals_to_the_program
+
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"), pytest.mark.torch_range]
+
+
+def blocked_in(native_id: int) -> set[int]:
+    status = Path(f"/proc/self/task/{native_id}/status").read_text()
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+    return {n for n in range(1, 65) if mask & (1 << (n - 1))}
+
+
+def test_a_thread_that_leaves_signals_blocks_the_asynchronous_ones_only() -> None:
+    seen: list[set[int]] = []
+
+    def run() -> None:
+        leave_signals_to_the_program()
+        seen.append(blocked_in(threading.get_native_id()))
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    (blocked,) = seen
+    assert {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD} <= blocked
+    assert not {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT} & blocked
+    assert signal.SIGTERM not in blocked_in(threading.get_native_id()), "the calling test's thread is untouched"
+
+
+def test_the_probes_thread_blocks_sigterm_and_sigint() -> None:
+    probe = Probe(None, kernel_bursts=False)
+    before = set(threading.enumerate())
+    probe.start_sending()
+    try:
+        thread = wait_until(lambda: next((t for t in set(threading.enumerate()) - before
+                                          if t.name == "sdpa-tui-watch" and t.native_id), None), 10,
+                            "the probe's thread running")
+        # its first line blocks them
+        wait_until(lambda: {signal.SIGTERM, signal.SIGINT} <= blocked_in(thread.native_id), 10,
+                   "SIGTERM and SIGINT blocked in the probe's thread")
+    finally:
+        probe.finish()  # stops and joins its thread
+    assert not thread.is_alive()

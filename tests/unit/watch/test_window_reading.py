@@ -1,0 +1,76 @@
+"""Profiler windows of ``sdpa-tui watch``, recorded on the H100 (torch 2.11, CUDA 13.0), read as the probe reads them."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import pytest
+from support.paths import FIXTURES, REPO
+
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.watched_calls import CallStats, Captures
+from sdpa_tui.core.traces.trace import load_trace
+from sdpa_tui.core.traces.window_reading import from_json, main, read_window, to_json
+
+pytestmark = pytest.mark.torch_range
+
+TRACES = FIXTURES / "traces" / "h100-torch2.11"
+EFFICIENT = TRACES / "watch-window-efficient-16calls.json.gz"  # q[1,8,1024,256] bf16 under sdpa_kernel([EFFICIENT, MATH])
+COMPILED = TRACES / "watch-window-compiled-cudnn.json.gz"  # a torch.compile'd causal block, fwd+bwd, first run in it
+UNTIMED = TRACES / "watch-window-untimed.json.gz"  # exported after the next window had started
+
+
+def test_each_call_in_a_window_gets_the_kernel_launched_inside_it():
+    reading = read_window(load_trace(EFFICIENT)).reading
+    assert [c.name for c in reading.ranged] == ["sdpa-tui#3#first"] + ["sdpa-tui#3"] * 15
+    assert reading.untimed == 0 and not reading.compiled
+    for call in reading.ranged:
+        assert call.backend == "EFFICIENT_ATTENTION" and call.backward is None
+        assert [a.name.split("(")[0] for a in call.activities] == ["fmha_cutlassF_bf16_aligned_32x128_gmem_sm80"]
+    # torch.profiler on the same program gave 69.8 µs per call (docs/lab-notes/watch-truth.md)
+    assert 65 < statistics.median(c.kernel_us for c in reading.ranged[1:]) < 75
+    assert reading.gpu_us >= sum(c.kernel_us for c in reading.ranged)
+
+
+def test_a_compiled_graphs_op_counts_once_per_run_even_nested_in_itself():
+    window = read_window(load_trace(COMPILED))
+    reading = window.reading
+    runs = [c.run for c in reading.compiled]
+    assert len(runs) == len(set(runs)) == 16, "the first run's op appears nested in itself: one call"
+    assert all(c.graph == "sdpa-tui-graph#4" and c.backend == "CUDNN_ATTENTION" for c in reading.compiled)
+    assert all(c.shapes[:3] == ((2, 16, 1024, 128),) * 3 and c.dtype == "c10::BFloat16" for c in reading.compiled)
+    timed_backward = [c for c in reading.compiled_backward if c.activities]
+    assert timed_backward and all(c.backend == "CUDNN_ATTENTION" for c in timed_backward)
+    assert window.compiled_kernels and window.compiled_kernels[0].startswith("cudnn_generated_fort_native_sdpa")
+
+
+def test_a_window_whose_gpu_records_came_back_untimed_gives_no_call_a_time():
+    from sdpa_tui.watch.probe.kernels.profile_readings import ReadingSink
+
+    window = read_window(load_trace(UNTIMED))
+    assert window.reading.untimed > 900 and window.reading.ranged == []
+    sink = ReadingSink()
+    sig = CallSignature(q_shape=(2, 16, 512, 64), kv_shape=(2, 4, 512, 64), dtype="torch.bfloat16", device="cuda:0")
+    entry = sink.add(CallStats(sig), cuda=True)
+    captures = Captures()
+    sink.apply_window(window, captures)
+    assert captures.untimed == 1 and entry.profiled == 0 and entry.wanted and entry.stats.kernel_us == []
+
+
+def test_the_helper_process_reads_a_window_as_this_process_does(capsys):
+    from sdpa_tui.watch.probe.kernels import window_files
+
+    here = read_window(load_trace(COMPILED))
+    helper = window_files._read(str(COMPILED))  # python -I -c …: a separate interpreter
+    assert helper == from_json(to_json(here))
+    assert helper.reading.compiled == here.reading.compiled
+    assert main([str(TRACES / "missing.json")]) == 2 and "not a readable JSON trace" in capsys.readouterr().err
+
+
+def test_the_reader_imports_no_torch():
+    import subprocess
+
+    code = ("import sys; import sdpa_tui.core.traces.window_reading; "
+            "sys.exit(1 if 'torch' in sys.modules or 'textual' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
