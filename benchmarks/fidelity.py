@@ -99,8 +99,8 @@ def cupti_per_call(torch, call, calls: int) -> tuple[float, dict[str, int]]:
     return total / calls, kinds
 
 
-def replay_per_call(torch, call, calls: int, replays: int, repeats: int) -> list[float]:
-    """Per-call times of a CUDA graph of ``calls`` calls, ``replays`` replays per sample."""
+def captured(torch, call, calls: int):
+    """``calls`` calls captured in a CUDA graph (warmed up on a side stream first), replayed once."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -113,6 +113,12 @@ def replay_per_call(torch, call, calls: int, replays: int, repeats: int) -> list
             call()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def replay_per_call(torch, call, calls: int, replays: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Per-call times of a CUDA graph of ``calls`` calls: ``replays`` replays per sample, then one replay per sample."""
+    graph = captured(torch, call, calls)
     samples, once = [], []
     for count, out in ((replays, samples), (1, once)):
         for _ in range(repeats):

@@ -24,12 +24,16 @@ import json
 import statistics
 import sys
 import tempfile
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from sdpa_tui.engine.measuring.clocks import GraphClock, calls_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from fidelity import captured  # noqa: E402 - benchmarks/ is no package
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
@@ -71,22 +75,6 @@ def make_step(shape, backend):
                 return torch.autograd.grad(out, (q, k, v), grad)
             return out
     return step
-
-
-def capture(step, calls):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            step()
-    graph.replay()
-    torch.cuda.synchronize()
-    return graph
 
 
 def timed(fn, queued_us: float = 0.0) -> float:
@@ -145,7 +133,7 @@ def measure(shape, name):
     replays = calls_for(2000.0, eager_ms * 1000 * tool.calls, 50)
     tool.sample(replays)
     tool_us = [tool.sample(replays) for _ in range(7)]
-    graph = capture(step, PROBE_CALLS)
+    graph = captured(torch, step, PROBE_CALLS)
     one = [timed(graph.replay) * 1000 / PROBE_CALLS for _ in range(7)]
     queued = [timed(graph.replay, queued_us=200) * 1000 / PROBE_CALLS for _ in range(7)]
     multi = [timed(lambda: [graph.replay() for _ in range(10)]) * 1000 / PROBE_CALLS / 10 for _ in range(7)]
