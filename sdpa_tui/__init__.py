@@ -5,21 +5,15 @@ In Python: ``from sdpa_tui import watch`` (``with watch() as w: ...``; the ``sdp
 neither torch nor Textual.
 """
 
-import os
+from .core.installation import VERSION as __version__
 
-__version__ = "0.1.0"
-
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-"""This package's folder: frames of its own files are no call site of the watched program's."""
-IMPORT_ROOT = os.path.dirname(os.path.realpath(PACKAGE_DIR))
-"""The folder that holds this package: a child process gets it on ``PYTHONPATH`` (or ``sys.path``), so it imports this
-same copy, wherever a module sits in the package."""
+__all__ = ["__version__", "load_ipython_extension", "watch"]
 
 
 def load_ipython_extension(ipython) -> None:  # noqa: ANN001 - IPython's InteractiveShell, not imported here
     """``%load_ext sdpa_tui``: the ``%%sdpa_watch`` cell magic (``sdpa_tui/api/magic.py``). Imported by name, at the
-    call: every module imports this package (for ``IMPORT_ROOT``), and none of them may seem to import torch through
-    it (import-linter reads a function's imports as the module's)."""
+    call: every module imports this package, and none of them may seem to import torch through it (import-linter
+    reads a function's imports as the module's)."""
     import importlib
 
     importlib.import_module("sdpa_tui.api.magic").register(ipython)

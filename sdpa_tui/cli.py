@@ -167,9 +167,9 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _version() -> str:
-    from . import __version__
+    from .core.installation import VERSION
 
-    return __version__
+    return VERSION
 
 
 def workload_from(args: argparse.Namespace) -> Workload:

@@ -19,8 +19,8 @@ import os
 import time
 from types import TracebackType
 
-from .. import IMPORT_ROOT
 from ..core.calls.watched_calls import ProcessState
+from ..core.installation import IMPORT_ROOT
 from ..watch.collected_states import CollectedStates
 from ..watch.probe.explain import origin
 from ..watch.probe.install import format_exception, install, installed, uninstall

@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from .. import IMPORT_ROOT
 from ..core.calls.watch_report import WatchReport
 from ..core.calls.watched_calls import ProcessState
+from ..core.installation import IMPORT_ROOT
 from .collected_states import CollectedStates
 from .script_files import unopenable_script
 from .state_socket import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener

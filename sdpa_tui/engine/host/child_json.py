@@ -9,7 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ... import IMPORT_ROOT
+from ...core.installation import IMPORT_ROOT
 
 
 def ask(module: str, payload: dict[str, Any], timeout_s: float) -> tuple[list[dict[str, Any]], str]:

@@ -19,7 +19,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import NoReturn
 
-from ... import IMPORT_ROOT
+from ...core.installation import IMPORT_ROOT
 from ...core.protocol.engine_commands import CaptureKernels, Shutdown
 from ...core.protocol.records import Environment, KernelCapture, Ready
 from ...core.protocol.wire_format import ProtocolError

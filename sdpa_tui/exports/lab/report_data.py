@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ... import __version__
 from ...core.backends import Backend
+from ...core.installation import VERSION
 from ...core.lab.faster import describe, how_to
 from ...core.lab.report_model import ReportModel
 from ...core.lab.session import BackendRow, Session
@@ -145,7 +145,7 @@ def report_dict(session: Session, packed: Sequence[Any] = ()) -> dict[str, Any]:
     picked = next((r for r in rows if dispatch and r.backend == dispatch.choice), None)
     return {
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "sdpa-tui", "version": __version__},
+        "tool": {"name": "sdpa-tui", "version": VERSION},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "environment": asdict(env) if env else None,
         "workload": session.workload.to_dict(),

@@ -9,7 +9,7 @@ import io
 from dataclasses import asdict
 from typing import Any
 
-from ... import __version__
+from ...core.installation import VERSION
 from ...core.protocol.records import Environment
 from ...core.sweep.sweep_findings import pick_findings
 from ...core.sweep.sweep_points import Sweep, SweepPoint, clock_of
@@ -46,7 +46,7 @@ def sweep_dict(
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "sweep",
-        "tool": {"name": "sdpa-tui", "version": __version__},
+        "tool": {"name": "sdpa-tui", "version": VERSION},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "environment": asdict(environment) if environment else None,
         "base_workload": _base_dict(sweep, kv_fixed),

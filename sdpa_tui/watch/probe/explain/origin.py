@@ -15,7 +15,7 @@ from types import FrameType
 
 import torch
 
-from .... import PACKAGE_DIR
+from ....core.installation import PACKAGE_DIR
 
 _OWN_DIR = PACKAGE_DIR + os.sep
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, _OWN_DIR)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from .... import IMPORT_ROOT
+from ....core.installation import IMPORT_ROOT
 from ....core.traces.trace import load_trace
 from ....core.traces.window_reading import WindowReading, from_json, read_window
 
