@@ -33,7 +33,8 @@ torch.manual_seed(0)
 config = LlamaConfig(vocab_size=1024, num_attention_heads=16 if width["hidden_size"] >= 1024 else 4,
                      num_key_value_heads=4 if width["hidden_size"] >= 1024 else 2, max_position_embeddings=seq,
                      attn_implementation="sdpa", **width)
-model = LlamaForCausalLM(config).to(device, dtype)
+with torch.device(device):  # built on the device: a large model's random init on the CPU took about 20 s of start-up
+    model = LlamaForCausalLM(config).to(dtype)
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 train = torch.randint(0, 1024, (batch, seq), device=device)
 held_out = torch.randint(0, 1024, (batch, seq // 2), device=device)
