@@ -78,7 +78,8 @@ class GraphClock:
     """GPU time per call without host launch overhead: K calls captured in one CUDA graph, replayed back to back
     between two CUDA events; the events' span divided by the calls. It holds the gaps between one call's kernels and
     between two calls in the graph, not the host's launch work; K is sized so one replay holds at least
-    ``GRAPH_TARGET_US`` of GPU work (a short graph would add its own launch gap to every few calls).
+    ``GRAPH_TARGET_US`` of GPU work, ``MAX_CALLS_PER_GRAPH`` calls at most (a short graph would add its own launch gap
+    to every few calls).
 
     Where capture is impossible (the backend or torch build refuses), falls back to CUDA
     events around a back-to-back loop, and says so in ``method``.
@@ -103,9 +104,9 @@ class GraphClock:
 
     def _fit(self) -> None:
         """Capture again with more calls where the estimate it was sized from (the eager clock: the host's time,
-        far above the GPU's for a short call) left one replay with less than half the GPU work it should hold."""
+        far above the GPU's for a short call) left one replay short of ``GRAPH_TARGET_US`` of GPU work."""
         wanted = calls_for(GRAPH_TARGET_US, self.sample(), MAX_CALLS_PER_GRAPH)
-        if wanted >= 2 * self.calls:
+        if wanted > self.calls:
             self.release()
             self.calls = wanted
             self.graph = self._capture()
