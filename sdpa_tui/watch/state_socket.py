@@ -186,19 +186,18 @@ class StateListener:
         for reader in list(self._threads):
             reader.join(max(0.0, deadline - time.monotonic()))
 
-    def close(self, timeout_s: float = 1.0) -> None:
+    def close(self, timeout_s: float = 5.0) -> None:
         """Stop listening and reading (a connection still open is shut: its process sends into the void), its threads
-        ended within ``timeout_s``."""
+        ended within ``timeout_s``. The accepting thread ends first, so a connection it took meanwhile is shut too."""
         self._closed = True
         try:
-            for sock in (self._server, *self._connections):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept() or reading it
-                except OSError:
-                    pass
-            self._server.close()
             deadline = time.monotonic() + timeout_s
-            for thread in (self._accepting, *self._threads):
+            _shut(self._server)  # wakes the thread blocked in accept()
+            self._server.close()
+            self._accepting.join(max(0.0, deadline - time.monotonic()))
+            for conn in self._connections:
+                _shut(conn)  # wakes its reader
+            for thread in self._threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
         finally:
             if self._unix:
@@ -211,3 +210,10 @@ class StateListener:
                     os.rmdir(self._dir)
                 except OSError:
                     pass
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
