@@ -82,7 +82,7 @@ class ProfilerClient:
     def _start(self) -> None:
         mine, theirs = socket.socketpair()
         command = [sys.executable, "-m", "sdpa_tui.engine.profiler.profiler_process", str(theirs.fileno()), self.device,
-                   "--idle-exit-s", str(self.idle_exit_s)]
+                   "--idle-exit-s", str(self.idle_exit_s), "--parent", str(os.getpid())]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (IMPORT_ROOT, env.get("PYTHONPATH", "")) if p)
         out = self.output.fileno()

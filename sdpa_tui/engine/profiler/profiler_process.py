@@ -135,12 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("fd", type=int, help="this end of the engine's socketpair")
     parser.add_argument("device", help="cpu or cuda:N, as the engine resolved it")
     parser.add_argument("--idle-exit-s", type=float, default=IDLE_EXIT_S)
+    parser.add_argument("--parent", type=int, help="the engine's pid (default: this process's parent now)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the engine decides when we stop
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    parent = os.getppid()
+    parent = args.parent or os.getppid()
     die_with_parent()
-    if os.getppid() != parent:
+    if os.getppid() != parent:  # the engine died before PR_SET_PDEATHSIG was armed (while this interpreter started)
         return 0
     try:
         channel = Channel(Connection(args.fd))

@@ -264,3 +264,24 @@ def test_an_early_profiler_process_for_the_engines_gpu_is_kept():
     early = ProfilerClient("cuda:0")  # not started: only its device is compared
     engine = Engine(Recorder(), "cuda", NoOutput(), profiler=early)
     assert engine._profiler_for(torch.device("cuda:0")) is early
+
+
+def test_a_profiler_process_whose_engine_died_while_it_started_exits_at_once():
+    """PR_SET_PDEATHSIG is armed only once the interpreter reaches main(): an engine killed before that (a slow start
+    on a loaded machine) left the profiler process running for good. It knows its engine's pid, so it sees it gone."""
+    import socket
+    import subprocess
+    import sys
+
+    from support.paths import REPO
+
+    mine, theirs = socket.socketpair()
+    not_its_parent = os.getpid() + 1_000_000  # no process: as the engine's pid once the engine is gone
+    proc = subprocess.run([sys.executable, "-m", "sdpa_tui.engine.profiler.profiler_process", str(theirs.fileno()),
+                           "cpu", "--parent", str(not_its_parent)], pass_fds=(theirs.fileno(),), cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    theirs.close()
+    mine.settimeout(5)
+    assert proc.returncode == 0, proc.stderr
+    assert mine.recv(1) == b"", "it said nothing to the engine: no Ready"
+    mine.close()
