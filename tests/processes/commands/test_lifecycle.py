@@ -73,6 +73,7 @@ class TmuxApp:
     (remain-on-exit) so its screen and exit status can be read, unless the session is killed."""
 
     def __init__(self, tmp_path: Path) -> None:
+        self.server: subprocess.Popen[bytes] | None = None
         self.socket = f"sdpa-lifecycle-{os.getpid()}-{next(_sessions)}"
         self.target = "app"
         self.config = tmp_path / "tmux.conf"
@@ -90,7 +91,24 @@ class TmuxApp:
             raise AssertionError(f"tmux {' '.join(args)}: {proc.stderr.strip()}")
         return proc.stdout
 
+    def start_server(self) -> None:
+        """The server runs in the foreground (``-D``) as this test's child: in some containers
+        (CI's among them) the daemon a first client forks dies at once ("server exited
+        unexpectedly"). Ready once a client's ``list-sessions`` is answered."""
+        self.server = subprocess.Popen(["tmux", "-L", self.socket, "-f", str(self.config), "-D"],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, start_new_session=True)
+
+        def answering() -> bool:
+            if self.server is not None and self.server.poll() is not None:
+                raise AssertionError(f"the tmux server exited with status {self.server.returncode}")
+            return subprocess.run(["tmux", "-L", self.socket, "list-sessions"], capture_output=True,
+                                  timeout=30).returncode == 0
+
+        wait_until(answering, 10.0, "the private tmux server answering", every=0.05)
+
     def start(self) -> None:
+        self.start_server()
         argv = [sys.executable, "-m", "sdpa_tui", *ARGS, "--export-dir", str(self.export_dir)]
         # COLUMNS/LINES (set by some shells and CI runners) would override the pty's size
         command = f"exec env -u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(REPO))} " + shlex.join(argv)
@@ -156,6 +174,12 @@ class TmuxApp:
 
     def close(self) -> None:
         self.tmux("kill-server", check=False)
+        if self.server is not None:
+            try:
+                self.server.wait(timeout=GONE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
         kill_quietly(self.seen)
         if self.socket_path:  # tmux 3.3 leaves its socket file behind
             Path(self.socket_path).unlink(missing_ok=True)
