@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from screenshots import wait_until  # noqa: E402
 
 from sdpa_tui.commands.watch_monitor import make_watch_app  # noqa: E402
-from sdpa_tui.watch.watched_program import WatchedProgram  # noqa: E402
+from sdpa_tui.watch.program.watched_program import WatchedProgram  # noqa: E402
 
 
 async def shoot(device: str, out: Path, tag: str, size: tuple[int, int]) -> list[Path]:
@@ -76,7 +76,7 @@ ADVICE_SIZE = (210, 50)
 
 
 async def shoot_advice(device: str, out: Path, tag: str, size: tuple[int, int]) -> Path:
-    from sdpa_tui.watch.advise import measure_advice
+    from sdpa_tui.watch.advice.advise import measure_advice
 
     log_path = str(Path(tempfile.mkdtemp(prefix="sdpa-tui-watch-shots-")) / "advised.log")
     python = shutil.which("python3")

@@ -289,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _advise(report, say=None, flex: bool = True, progress=None, budget_s: float | None = None) -> None:
-    from .watch.advise import measure_advice  # starts an engine process per device
+    from .watch.advice.advise import measure_advice  # starts an engine process per device
 
     measure_advice(report, say, flex, progress, budget_s)
 

@@ -12,7 +12,7 @@ import argparse
 import shlex
 from typing import Any
 
-from .watching import Watch
+from ..watch.from_python.watching import Watch
 
 REPORT_NAME = "sdpa_report"
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.calls.gradient_check import GRADIENTS, replay_advice
-from ..watch.replay_client import replay_saved_calls
+from ..watch.advice.replay_client import replay_saved_calls
 from .exit_codes import EXIT_ENGINE, EXIT_USAGE
 
 RESULT_STYLE = {"clean": "green", "non-finite": "bold red", "out of tolerance": "bold red", "error": "red",

@@ -14,12 +14,12 @@ from ..exports.files.atomic import write_text_atomic
 from ..exports.files.output_paths import check_output_path
 from ..exports.metrics.metrics_address import DEFAULT_ADDRESS
 from ..exports.metrics.metrics_server import MetricsServerError
-from ..watch.attached_processes import AttachedProcesses
-from ..watch.gradient_text import nonfinite_found
-from ..watch.metrics_publisher import MetricsPublisher
-from ..watch.replay_client import replay_flagged
-from ..watch.state_socket import DEFAULT_REPRO_DIR
-from ..watch.watched_program import CommandError, WatchedProgram
+from ..watch.advice.replay_client import replay_flagged
+from ..watch.program.attached_processes import AttachedProcesses
+from ..watch.program.metrics_publisher import MetricsPublisher
+from ..watch.program.watched_program import CommandError, WatchedProgram
+from ..watch.report.gradient_text import nonfinite_found
+from ..watch.states.state_socket import DEFAULT_REPRO_DIR
 from .exit_codes import EXIT_NONFINITE, EXIT_USAGE
 
 FORMATS = ("text", "markdown", "json")
@@ -149,7 +149,7 @@ def run_headless(watched: WatchedProgram | AttachedProcesses, report_path: str |
     """Run the program, measure the advice, print the report in ``output``'s format, write the JSON file."""
     from rich.console import Console
 
-    from ..watch.report_text import report_markdown, report_text
+    from ..watch.report.report_text import report_markdown, report_text
 
     watched.start()
     try:

@@ -1,6 +1,6 @@
 """``sdpa-tui watch``'s app: the live monitor (the lab) with the watched program's Calls view on top.
 
-The program runs as a child process (:class:`~sdpa_tui.watch.watched_program.WatchedProgram`); its
+The program runs as a child process (:class:`~sdpa_tui.watch.program.watched_program.WatchedProgram`); its
 probe's states arrive on the runner's listener threads, which keep only the latest per process
 under a lock. A 2 Hz timer here takes a copy of them (no waiting) and redraws the Calls view,
 and reads what the program added to its log file. The lab's engine rests while the Calls view

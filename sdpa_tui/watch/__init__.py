@@ -1,10 +1,14 @@
-"""``sdpa-tui watch``: run a program with its SDPA calls counted, timed and explained.
+"""``sdpa-tui watch``: run a program with its SDPA calls counted, timed and explained; or, from inside Python,
+``with watch() as w:``.
 
-``probe/`` runs inside the watched program and imports torch; the rest is the parent's side (the program run and its
-states collected, the report, the advice measured after it exits, the saved calls' replay asked for) and never does.
+Where each part runs: ``probe/`` inside the watched program, with torch; ``from_python/`` in the user's own process,
+which it watches by installing the probe there. The rest never imports torch: ``program/`` (the program started and
+stopped, or the processes attached to), ``states/`` (the socket the probes send their states on, and each process's
+latest), ``report/`` (the report in words, and the cells the Calls view shares), ``advice/`` (the alternatives
+measured and the flagged calls replayed after the program exits).
 
 Called, this package is the Python API's way in: ``from sdpa_tui import watch`` then ``with watch() as w: ...``
-watches this process for the block (``sdpa_tui/api/watching.py``, imported, with torch, at the first call).
+watches this process for the block (``from_python/watching.py``, imported, with torch, at the first call).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ class _WatchPackage(types.ModuleType):
         """``with watch() as w: ...``: this process's SDPA calls watched for the block, then ``w.report``.
         ``publish``: also send them to ``sdpa-tui watch --attach ADDRESS`` (a socket's path or HOST:PORT);
         ``name``: the report's program; ``kernel_windows``: profiler windows on CUDA (kernels, kernel times)."""
-        from ..api.watching import Watch
+        from .from_python.watching import Watch
 
         return Watch(publish, name, kernel_windows)
 

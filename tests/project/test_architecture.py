@@ -57,8 +57,9 @@ def test_mypy_finds_nothing_in_the_core_and_the_engines_host_side(tmp_path):
     assert "sdpa_tui/engine/host" in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
 
 
-USERS_PROCESS = ["sdpa_tui.api"]
-"""The Python API: it runs in the user's own process, with torch, and installs the probe there."""
+USERS_PROCESS = ["sdpa_tui.api", "sdpa_tui.watch.from_python"]
+"""The Python API (``with watch():`` and its hooks for IPython and the trainers): it runs in the user's own process,
+with torch, and installs the probe there."""
 
 
 def host_side_modules() -> list[str]:
@@ -76,8 +77,9 @@ def host_side_modules() -> list[str]:
 def test_the_torch_side_is_named_by_its_folders():
     assert TORCH_SIDE == ["sdpa_tui.engine.child", "sdpa_tui.engine.costs", "sdpa_tui.engine.measuring",
                           "sdpa_tui.engine.profiler", "sdpa_tui.watch.probe"]
-    assert {"sdpa_tui.cli", "sdpa_tui.engine.host.client", "sdpa_tui.ui.app", "sdpa_tui.watch.watched_program",
-            "sdpa_tui.commands.report"} <= set(host_side_modules())
+    assert {"sdpa_tui.cli", "sdpa_tui.engine.host.client", "sdpa_tui.ui.app", "sdpa_tui.watch",
+            "sdpa_tui.watch.program.watched_program", "sdpa_tui.watch.states.state_socket",
+            "sdpa_tui.watch.advice.advise", "sdpa_tui.commands.report"} <= set(host_side_modules())
 
 
 def test_host_side_modules_do_not_import_torch():

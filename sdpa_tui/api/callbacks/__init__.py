@@ -1,9 +1,9 @@
 """A training run watched by its trainer's callback: ``TrainerWatchCallback`` for transformers' ``Trainer``
 (``hf_trainer.py``), ``LightningWatchCallback`` for Lightning's (``lightning_trainer.py``).
 
-Each watches the run in a ``with watch():`` block (``api/watching.py``), logs each signature's time, calls and
-non-finite counts at every logging step to the trainer's loggers (:mod:`.step_metrics`), and writes ``watch
---report``'s JSON when the run ends. Neither framework is a dependency of sdpa-tui (``pip install
+Each watches the run in a ``with watch():`` block (``watch/from_python/watching.py``), logs each signature's time,
+calls and non-finite counts at every logging step to the trainer's loggers (:mod:`.step_metrics`), and writes
+``watch --report``'s JSON when the run ends. Neither framework is a dependency of sdpa-tui (``pip install
 'sdpa-tui[transformers]'`` or ``'sdpa-tui[lightning]'``); each callback imports its own when it is asked for.
 """
 

@@ -6,7 +6,7 @@ import os
 
 from lightning.pytorch.callbacks import Callback
 
-from ..watching import Watch
+from ...watch.from_python.watching import Watch
 from .step_metrics import step_metrics
 
 

@@ -98,7 +98,7 @@ REWRITE_NUMERICS = {"bf16": "bf16"}
 
 
 def rewrite_codes(signature: CallSignature, workload: Workload) -> dict[str, str]:
-    """Each rewrite's code (``watch/advise.rewritten`` says which apply to a call)."""
+    """Each rewrite's code (``watch/advice/advise.rewritten`` says which apply to a call)."""
     return {"is_causal": causal_code(signature),
             "expand_kv": expand_kv_code(signature, workload.heads // max(workload.kv_heads, 1)),
             "pad_head_dim": pad_head_dim_code(signature, workload.head_dim), "bf16": bf16_code(signature)}

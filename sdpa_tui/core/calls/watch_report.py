@@ -337,11 +337,11 @@ def _who(state: ProcessState) -> str:
 
 
 class Advisor(Protocol):
-    """Measures each row's alternatives after the program exited and fills ``report.advice`` (``watch/advise.py``,
-    given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the engine it starts is above
-    their layers); ``say`` hears its messages and ``progress`` where it stands (an ``advice.AdviceProgress``; both on
-    stderr where neither is given); ``flex``: FlexAttention is measured too; ``budget_s``: how long it may take
-    (None: its default for the program's run)."""
+    """Measures each row's alternatives after the program exited and fills ``report.advice``
+    (``watch/advice/advise.py``, given by the top-level CLI to watch's headless run and to the Calls view's ``b``: the
+    engine it starts is above their layers); ``say`` hears its messages and ``progress`` where it stands (an
+    ``advice.AdviceProgress``; both on stderr where neither is given); ``flex``: FlexAttention is measured too;
+    ``budget_s``: how long it may take (None: its default for the program's run)."""
 
     def __call__(self, report: WatchReport, say: Callable[[str], None] | None = None, flex: bool = True,
                  progress: Callable[[AdviceProgress], None] | None = None, budget_s: float | None = None) -> None: ...

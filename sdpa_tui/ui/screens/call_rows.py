@@ -16,8 +16,8 @@ from ...core.calls.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchRepor
 from ...core.calls.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
 from ...core.traces.kernel_short_names import short_name
 from ...core.units import duration
-from ...watch import gradient_text
-from ...watch.call_cells import (
+from ...watch.report import gradient_text
+from ...watch.report.call_cells import (
     backend_cell,
     backward_cell,
     compiled_lines,

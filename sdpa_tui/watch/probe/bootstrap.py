@@ -21,8 +21,8 @@ import runpy
 import sys
 import types
 
-from ..script_files import absolute, cannot_open_line
-from ..state_socket import SOCKET_ENV, StateSender
+from ..program.script_files import absolute, cannot_open_line
+from ..states.state_socket import SOCKET_ENV, StateSender
 
 _OWN_MAIN: list[types.ModuleType] = []  # the bootstrap's own __main__, kept alive once the program's replaces it
 

@@ -9,7 +9,7 @@ import traceback
 
 import torch
 
-from ..state_socket import StateSender
+from ..states.state_socket import StateSender
 from .compiled_graphs import watch_graphs
 from .explain import origin
 from .fast_path import make_wrapper

@@ -25,7 +25,7 @@ from torch.autograd.profiler import record_function
 from ...core.calls.call_signature import CallSignature
 from ...core.calls.watched_calls import CPU_KERNELS_NOTE, CallStats, ProcessState, UninspectedCalls
 from ...core.traces.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREFIX
-from ..state_socket import REPRO_DIR_ENV, StateSender
+from ..states.state_socket import REPRO_DIR_ENV, StateSender
 from .checks import output_check, repro
 from .checks.gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
 from .explain import choice, origin, padding

@@ -17,7 +17,7 @@ import importlib.machinery
 import os
 import sys
 
-from ..state_socket import SOCKET_ENV
+from ..states.state_socket import SOCKET_ENV
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder):
@@ -63,7 +63,7 @@ def activate() -> None:
 
 def _install() -> None:
     try:
-        from ..state_socket import StateSender
+        from ..states.state_socket import StateSender
         from .install import flush_on_sigterm, format_exception, install
 
         path = os.environ.get(SOCKET_ENV)

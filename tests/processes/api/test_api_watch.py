@@ -89,7 +89,7 @@ def test_threads_dataloader_workers_and_forks_are_watched_as_under_the_command(t
 
 
 def test_importing_the_api_imports_no_torch_and_watch_is_callable_whichever_way_it_is_reached():
-    code = ("import sys, sdpa_tui; from sdpa_tui import watch; import sdpa_tui.watch.state_socket\n"
+    code = ("import sys, sdpa_tui; from sdpa_tui import watch; import sdpa_tui.watch.states.state_socket\n"
             "print('torch' in sys.modules, 'textual' in sys.modules, callable(watch), sdpa_tui.watch is watch)\n"
             "with sdpa_tui.watch(name='reached') as w:\n    pass\n"
             "print('torch' in sys.modules, w.report.watch_report.program)\n")

@@ -24,7 +24,7 @@ from sdpa_tui.core.calls.watched_calls import ProcessState
 from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.ui.watch_app import WatchApp
-from sdpa_tui.watch.watched_program import WatchedProgram
+from sdpa_tui.watch.program.watched_program import WatchedProgram
 
 RECORDED = FIXTURES / "watch" / "shapes_states.json"
 START_S = 180.0  # the watched program imports torch on a shared 2-core machine
@@ -231,7 +231,8 @@ def test_watch_logs_go_to_the_cache_and_only_the_newest_are_kept(tmp_path, monke
 
 async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_and_code(tmp_path, monkeypatch):
     """Issue 18, item 4: the Calls view's best and saving columns, and the alternatives with their code in the
-    detail pane (the advisor is a stand-in here: what watch/advise.py measures is tested in test_watch_advice)."""
+    detail pane (the advisor is a stand-in here: what watch/advice/advise.py measures is tested in
+    test_watch_advice)."""
     from sdpa_tui.core.backends import Backend
     from sdpa_tui.core.calls.advice import advise
     from sdpa_tui.core.protocol.records import BackendStatus, Dispatch, Sample

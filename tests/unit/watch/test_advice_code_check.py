@@ -105,9 +105,9 @@ def test_a_code_that_raises_or_assigns_no_out_is_refused_with_why(checked):
 
 
 def test_a_refused_code_is_left_out_of_what_is_offered_and_a_note_says_why():
-    """What ``watch`` measures and offers (``watch/advise.checked_codes``): the codes that gave the call's output;
-    the run's note names each refused one with its reason."""
-    from sdpa_tui.watch.advise import checked_codes
+    """What ``watch`` measures and offers (``watch/advice/advise.checked_codes``): the codes that gave the call's
+    output; the run's note names each refused one with its reason."""
+    from sdpa_tui.watch.advice.advise import checked_codes
 
     notes: list[str] = []
     offered = checked_codes({3: codes(PADDING_MASK, KEY_PADDING)}, notes, lambda i: f"signature {i}", 300)

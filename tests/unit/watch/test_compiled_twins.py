@@ -14,7 +14,7 @@ from support.watching import ENV, watch
 from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.watch_report import merge
 from sdpa_tui.core.calls.watched_calls import BackwardStats, CallStats, ProcessState
-from sdpa_tui.watch.call_cells import backend_cell, backward_cell, compiled_lines, kernels_cell, time_cell
+from sdpa_tui.watch.report.call_cells import backend_cell, backward_cell, compiled_lines, kernels_cell, time_cell
 
 pytestmark = pytest.mark.torch_range
 

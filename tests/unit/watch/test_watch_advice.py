@@ -215,7 +215,7 @@ def test_rewrites_that_apply_are_measured_and_one_that_changes_numerics_is_never
 
     from sdpa_tui.core.calls.advice import Rewrite
     from sdpa_tui.core.calls.call_code import rewrite_codes
-    from sdpa_tui.watch.advise import rewritten
+    from sdpa_tui.watch.advice.advise import rewritten
 
     gqa = Workload(heads=8, kv_heads=2, dtype="fp32", mask="padding")
     assert [v for v, _ in rewritten(True, gqa)] == ["is_causal", "expand_kv", "bf16"]
@@ -240,7 +240,7 @@ def test_a_head_dim_the_fused_kernels_reject_is_padded_and_the_padded_call_gives
     from support.advice_apply import apply_top_advice
 
     from sdpa_tui.core.calls.call_code import rewrite_codes
-    from sdpa_tui.watch.advise import rewritten
+    from sdpa_tui.watch.advice.advise import rewritten
 
     odd = Workload(head_dim=100, dtype="bf16")
     assert dict(rewritten(False, odd))["pad_head_dim"].head_dim == 104
@@ -337,7 +337,7 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monke
     import os
 
     from sdpa_tui.core.calls.advice import AdviceProgress
-    from sdpa_tui.watch.advice_progress import StderrProgress
+    from sdpa_tui.watch.advice.advice_progress import StderrProgress
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((120, 40)))
     screen = Terminal()
@@ -360,7 +360,7 @@ def test_progress_is_redrawn_in_place_on_a_terminal_and_cleared_at_the_end(monke
 
 
 def test_the_default_budget_is_a_few_seconds_or_a_quarter_of_the_programs_run():
-    from sdpa_tui.watch.advise import default_budget_s
+    from sdpa_tui.watch.advice.advise import default_budget_s
 
     assert default_budget_s(5.5) == 10.0 and default_budget_s(400.0) == 100.0
 
@@ -369,7 +369,7 @@ def test_a_progress_line_wider_than_the_terminal_is_cut_to_it_so_it_can_be_redra
     import os
 
     from sdpa_tui.core.calls.advice import AdviceProgress
-    from sdpa_tui.watch.advice_progress import StderrProgress
+    from sdpa_tui.watch.advice.advice_progress import StderrProgress
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
     screen = Terminal()
@@ -384,7 +384,7 @@ def test_on_a_pipe_a_step_wider_than_the_terminal_is_wrapped_not_cut(monkeypatch
     import os
 
     from sdpa_tui.core.calls.advice import AdviceProgress
-    from sdpa_tui.watch.advice_progress import StderrProgress
+    from sdpa_tui.watch.advice.advice_progress import StderrProgress
 
     monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=None: os.terminal_size((80, 24)))
     piped = io.StringIO()

@@ -12,7 +12,7 @@ from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.watch_report import build_report
 from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
 from sdpa_tui.telemetry.host_busy import HostBusy
-from sdpa_tui.watch.contention import ContendedCalls
+from sdpa_tui.watch.states.contention import ContendedCalls
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PROGRAM = 4242

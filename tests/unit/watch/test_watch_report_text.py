@@ -1,6 +1,6 @@
-"""``watch --report``'s text and Markdown (``watch/report_text.py``) from reports built of process states: a line per
-signature that fits 100 columns, rows that wrap only their call at 80, no column that says nothing on this device,
-every call site with its count, and the calls watch could not inspect."""
+"""``watch --report``'s text and Markdown (``watch/report/report_text.py``) from reports built of process states: a
+line per signature that fits 100 columns, rows that wrap only their call at 80, no column that says nothing on this
+device, every call site with its count, and the calls watch could not inspect."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sdpa_tui.core.calls.watched_calls import (
     ProcessState,
     UninspectedCalls,
 )
-from sdpa_tui.watch.report_text import report_markdown, report_text
+from sdpa_tui.watch.report.report_text import report_markdown, report_text
 
 LLAMA = CallSignature((2, 8, 16, 8), (2, 8, 16, 8), "torch.float32", "cpu", mask="bool", mask_shape=(2, 1, 16, 16),
                       scale=0.353553)

@@ -3,8 +3,8 @@ plain text, no widgets."""
 
 from __future__ import annotations
 
-from ..core.calls.compiled_twins import graph_backend, mask_words
-from ..core.calls.watch_report import (
+from ...core.calls.compiled_twins import graph_backend, mask_words
+from ...core.calls.watch_report import (
     CONTENDED_MARK,
     KERNEL_CLOCK,
     NOT_INTERCEPTED_NOTE,
@@ -12,9 +12,9 @@ from ..core.calls.watch_report import (
     WatchReport,
     backend_label,
 )
-from ..core.stats import Summary
-from ..core.traces.kernel_short_names import short_name
-from ..core.units import duration
+from ...core.stats import Summary
+from ...core.traces.kernel_short_names import short_name
+from ...core.units import duration
 from . import gradient_text
 
 DECOMPOSED = "in the graph's kernels"

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..core.backends import ALL_BACKENDS
-from ..core.calls import mask_forms
-from ..core.calls.advice import (
+from ...core.backends import ALL_BACKENDS
+from ...core.calls import mask_forms
+from ...core.calls.advice import (
     AdviceProgress,
     Measured,
     Rewrite,
@@ -25,7 +25,7 @@ from ..core.calls.advice import (
     run_advice,
     undecided_backends,
 )
-from ..core.calls.call_code import (
+from ...core.calls.call_code import (
     HEAD_DIM_ALIGN,
     REWRITE_NUMERICS,
     CodeCheck,
@@ -35,20 +35,20 @@ from ..core.calls.call_code import (
     padded_head_dim,
     rewrite_codes,
 )
-from ..core.calls.compiled_twins import cost_spec
-from ..core.calls.flex_alternative import FlexSpec, flex_alternative, flex_spec
-from ..core.calls.packed_alternative import LABELS, PackedSpec, packed_alternative, packed_spec
-from ..core.calls.packed_alternative import refusal as packed_refusal
-from ..core.calls.watch_lab import lab_workload
-from ..core.calls.watch_report import CallRow, WatchReport
-from ..core.lab.session import Session
-from ..core.padded_lengths import from_histogram, typical
-from ..core.workload import Workload, WorkloadError
-from ..engine.host.code_check_client import check_codes
-from ..engine.host.compiled_cost_client import measure_compiled
-from ..engine.host.flex_cost_client import measure_flex
-from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
-from ..engine.host.packed_cost_client import measure_packed
+from ...core.calls.compiled_twins import cost_spec
+from ...core.calls.flex_alternative import FlexSpec, flex_alternative, flex_spec
+from ...core.calls.packed_alternative import LABELS, PackedSpec, packed_alternative, packed_spec
+from ...core.calls.packed_alternative import refusal as packed_refusal
+from ...core.calls.watch_lab import lab_workload
+from ...core.calls.watch_report import CallRow, WatchReport
+from ...core.lab.session import Session
+from ...core.padded_lengths import from_histogram, typical
+from ...core.workload import Workload, WorkloadError
+from ...engine.host.code_check_client import check_codes
+from ...engine.host.compiled_cost_client import measure_compiled
+from ...engine.host.flex_cost_client import measure_flex
+from ...engine.host.headless import EngineFailed, SeriesProgress, measure_series
+from ...engine.host.packed_cost_client import measure_packed
 from .advice_progress import StderrProgress
 
 SECONDS_PER_SIGNATURE = 1.0

@@ -1,7 +1,7 @@
 """``with watch() as w:``: this process's SDPA calls watched by ``sdpa-tui watch``'s own probe, for the block.
 
 Entering installs the probe (``watch/probe/install.py``) with a socket of the block's own (the command's channel,
-``watch/state_socket.py``): the process sends its states there, and so does every Python process it starts
+``watch/states/state_socket.py``): the process sends its states there, and so does every Python process it starts
 meanwhile (forked DataLoader workers and ``multiprocessing`` children on their own connections, as under the
 command; spawned ones and subprocesses through the start-up hook, put on ``PYTHONPATH`` for the block). Leaving
 finishes the probe (the last profiler window stopped and read, its thread stopped), puts back everything it rebound
@@ -19,13 +19,13 @@ import os
 import time
 from types import TracebackType
 
-from ..core.calls.watched_calls import ProcessState
-from ..core.installation import IMPORT_ROOT
-from ..watch.collected_states import CollectedStates
-from ..watch.probe.explain import origin
-from ..watch.probe.install import format_exception, install, installed, uninstall
-from ..watch.probe.slow_path import Probe
-from ..watch.state_socket import HOOK_DIR, PUBLISH_ENV, SOCKET_ENV, StatePublisher, StateSender
+from ...core.calls.watched_calls import ProcessState
+from ...core.installation import IMPORT_ROOT
+from ..probe.explain import origin
+from ..probe.install import format_exception, install, installed, uninstall
+from ..probe.slow_path import Probe
+from ..states.collected_states import CollectedStates
+from ..states.state_socket import HOOK_DIR, PUBLISH_ENV, SOCKET_ENV, StatePublisher, StateSender
 from .calls_report import CallsReport
 
 DRAIN_S = 1.0

@@ -14,12 +14,12 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..core.calls.advice import SignatureAdvice
-from ..core.calls.compiled_twins import cost_lines
-from ..core.calls.watch_report import CallRow, WatchReport, backend_label
-from ..core.calls.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
-from ..core.traces.kernel_short_names import short_name
-from ..core.units import NA, duration
+from ...core.calls.advice import SignatureAdvice
+from ...core.calls.compiled_twins import cost_lines
+from ...core.calls.watch_report import CallRow, WatchReport, backend_label
+from ...core.calls.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
+from ...core.traces.kernel_short_names import short_name
+from ...core.units import NA, duration
 from . import gradient_text
 from .call_cells import compiled_lines, count_cell, footnotes, per_rank_lines, ranks_cell, summary_cell
 

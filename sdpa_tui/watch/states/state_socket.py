@@ -19,14 +19,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..core.calls.watched_calls import ProcessState
+from ...core.calls.watched_calls import ProcessState
 
 SOCKET_ENV = "SDPA_TUI_WATCH_SOCKET"
 PUBLISH_ENV = "SDPA_TUI_PUBLISH"
 """A block of the Python API (``with watch():``) publishes its states to this address where ``publish`` is not given."""
 REPRO_DIR_ENV = "SDPA_TUI_REPRO_DIR"  # the folder a call whose gradients are flagged is saved under
 DEFAULT_REPRO_DIR = "sdpa-tui-repro"
-HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "hook")
+HOOK_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "probe", "hook")
 """Put on the program's ``PYTHONPATH``: its ``sitecustomize`` watches every Python process the program starts."""
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..core.calls.gradient_check import TOLERANCE, GradientCheck, replay_advice
-from ..core.calls.watch_report import CallRow, WatchReport
+from ...core.calls.gradient_check import TOLERANCE, GradientCheck, replay_advice
+from ...core.calls.watch_report import CallRow, WatchReport
 
 FAILED = "GRADIENT CHECK FAILED"
 

@@ -10,7 +10,7 @@ import textwrap
 import time
 from typing import TextIO
 
-from ..core.calls.advice import AdviceProgress
+from ...core.calls.advice import AdviceProgress
 
 REDRAW_EVERY_S = 0.25
 PREFIX = "sdpa-tui watch: "

@@ -2,8 +2,8 @@
 
 ``calls``: one row per signature (``core/calls/watch_report.py``'s :class:`CallRow`: its ``site``, ``backend``,
 ``count``, ``kernel_us`` or ``host_us``, ``check``, ``backward``...); ``table()`` a Rich renderable of the command's
-table (``watch/report_text.py``'s columns); ``str()`` the command's text report; ``to_json(path)`` the command's
-JSON file, which ``sdpa-tui compare`` and the exporter read; ``advice()`` the command's advice (``watch/advise.py``),
+table (``watch/report/report_text.py``'s columns); ``str()`` the command's text report; ``to_json(path)`` the command's
+JSON file, which ``sdpa-tui compare`` and the exporter read; ``advice()`` the command's advice (``watch/advice/advise.py``),
 measured with its budget. In Jupyter the report and its table display themselves (``_repr_mimebundle_``).
 """
 
@@ -18,12 +18,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..core.calls.watch_report import CallRow, WatchReport
-from ..engine.host.spawned_main import spawning_past_the_main_module
-from ..exports.files.atomic import write_text_atomic
-from ..watch.advise import measure_advice
-from ..watch.call_cells import footnotes
-from ..watch.report_text import clock_line, columns, legend, report_text, summary_line
+from ...core.calls.watch_report import CallRow, WatchReport
+from ...engine.host.spawned_main import spawning_past_the_main_module
+from ...exports.files.atomic import write_text_atomic
+from ..advice.advise import measure_advice
+from ..report.call_cells import footnotes
+from ..report.report_text import clock_line, columns, legend, report_text, summary_line
 
 NOTEBOOK_WIDTH = 120
 """The columns a report is drawn to in a notebook (no terminal to ask)."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..core.calls.gradient_check import BackendReplay
-from ..core.calls.watch_report import WatchReport
-from ..engine.host.child_json import ask
+from ...core.calls.gradient_check import BackendReplay
+from ...core.calls.watch_report import WatchReport
+from ...engine.host.child_json import ask
 
 TIMEOUT_PER_FOLDER_S = 120.0
 

@@ -2,9 +2,9 @@
 (``watch(publish=ADDRESS)``), shown as ``watch`` shows a program it runs.
 
 The command listens at ``ADDRESS`` (a socket's path, or ``HOST:PORT``) and collects the states that arrive, as
-from a program's probe (``collected_states.py``); the attached block is "running" until every process that sent a
-state has sent its last (the block ended), then "exited" with 0, or 1 where it raised. Its output stays where it
-is: the log shows only that.
+from a program's probe (``watch/states/collected_states.py``); the attached block is "running" until every process
+that sent a state has sent its last (the block ended), then "exited" with 0, or 1 where it raised. Its output stays
+where it is: the log shows only that.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 import time
 
-from ..core.calls.watch_report import WatchReport
-from ..core.calls.watched_calls import ProcessState
-from .collected_states import CollectedStates
-from .state_socket import DEFAULT_REPRO_DIR, StateListener, socket_address
+from ...core.calls.watch_report import WatchReport
+from ...core.calls.watched_calls import ProcessState
+from ..states.collected_states import CollectedStates
+from ..states.state_socket import DEFAULT_REPRO_DIR, StateListener, socket_address
 
 POLL_S = 0.1
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from ..core.calls.call_signature import CallSignature
-from ..core.calls.watched_calls import ProcessState
-from ..telemetry.host_busy import BusyReading, HostBusy
+from ...core.calls.call_signature import CallSignature
+from ...core.calls.watched_calls import ProcessState
+from ...telemetry.host_busy import BusyReading, HostBusy
 
 READ_EVERY_S = 0.5
 """The host is read at most this often (each process sends its state twice a second)."""

@@ -1,8 +1,8 @@
 """Every watched process's latest state as it arrives on a :class:`StateListener`, and the report built from them.
 
-What ``sdpa-tui watch`` keeps of the program it runs (:class:`~.watched_program.WatchedProgram`), what
-``--attach`` keeps of a process that watches itself (:class:`~.attached_processes.AttachedProcesses`), and what a
-block of the Python API keeps of its own process and the children it starts: one place that merges them.
+What ``sdpa-tui watch`` keeps of the program it runs (``watch/program/watched_program.py``), what ``--attach`` keeps
+of a process that watches itself (``watch/program/attached_processes.py``), and what a block of the Python API
+(``watch/from_python/watching.py``) keeps of its own process and the children it starts: one place that merges them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from ..core.calls.watch_report import WatchReport, build_report
-from ..core.calls.watched_calls import ProcessState
+from ...core.calls.watch_report import WatchReport, build_report
+from ...core.calls.watched_calls import ProcessState
 from .contention import ContendedCalls
 from .state_socket import StateListener
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ..exports.metrics.metrics_server import MetricsServer, serve_metrics
-from ..exports.metrics.watch_metrics import WatchMetrics
+from ...exports.metrics.metrics_server import MetricsServer, serve_metrics
+from ...exports.metrics.watch_metrics import WatchMetrics
 from .watched_program import WatchedProgram
 
 PUBLISH_EVERY_S = 1.0
