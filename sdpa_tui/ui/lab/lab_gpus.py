@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.lab.across_gpus import GpuResult, result_from_session
-from ..core.lab.lab_controller import LabController
-from ..core.lab.session import Session
-from ..core.protocol.engine_handle import EngineHandle, EnginesPerGpu
-from ..telemetry.device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
-from ..telemetry.host_gpus import HostGpus
+from ...core.lab.across_gpus import GpuResult, result_from_session
+from ...core.lab.lab_controller import LabController
+from ...core.lab.session import Session
+from ...core.protocol.engine_handle import EngineHandle, EnginesPerGpu
+from ...telemetry.device_choice import DeviceError, VisibleGpus, cuda_device_of, find_gpus, gpu_index, hidden_gpus
+from ...telemetry.host_gpus import HostGpus
 from .engine_news import StatusLine
 
 

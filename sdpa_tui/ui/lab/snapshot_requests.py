@@ -6,10 +6,10 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..core.lab.session import Session
-from ..core.protocol.records import TracesCaptured
-from ..exports.lab.snapshot_folder import SnapshotError, SnapshotWriter
-from ..telemetry.gpu_snapshot import GpuSnapshot
+from ...core.lab.session import Session
+from ...core.protocol.records import TracesCaptured
+from ...exports.lab.snapshot_folder import SnapshotError, SnapshotWriter
+from ...telemetry.gpu_snapshot import GpuSnapshot
 
 TRACE_TIMEOUT_S = 60.0
 

@@ -13,14 +13,14 @@ from typing import Protocol
 
 from textual.binding import Binding
 
-from ..core.calls.advice import AdviceProgress
-from ..core.calls.watch_lab import lab_workload
-from ..core.calls.watch_report import Advisor, CallRow, WatchReport
-from ..core.workload import WorkloadError
-from .app import SdpaApp
-from .live_app import LiveApp
+from ...core.calls.advice import AdviceProgress
+from ...core.calls.watch_lab import lab_workload
+from ...core.calls.watch_report import Advisor, CallRow, WatchReport
+from ...core.workload import WorkloadError
+from ..app import SdpaApp
+from ..live_app import LiveApp
+from .calls import CallsScreen
 from .log_tail import LogTail
-from .screens.calls import CallsScreen
 
 POLL_INTERVAL_S = 0.5
 """How often the program's states and log are read (the probe sends at most twice a second)."""

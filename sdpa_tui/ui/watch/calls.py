@@ -19,6 +19,7 @@ from ...core.calls.advice import SignatureAdvice
 from ...core.calls.call_signature import CallSignature
 from ...core.calls.watch_report import CONTENDED_MARK, CallRow, WatchReport
 from ...core.calls.watched_calls import UninspectedCalls
+from ..screens.help import HelpScreen
 from .call_rows import (
     CHECK_FAILED,
     COLUMNS,
@@ -34,7 +35,6 @@ from .call_rows import (
     uninspected_cells,
     uninspected_detail,
 )
-from .help import HelpScreen
 
 LOG_LINES = 2000
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.backends import Backend
-from ..core.lab.session import Session
-from ..core.protocol.engine_events import EngineDied, EngineLifecycle, EngineRecycled, EngineStarting
-from ..core.protocol.records import EngineRecord, Ready, Sample, TracesCaptured
+from ...core.backends import Backend
+from ...core.lab.session import Session
+from ...core.protocol.engine_events import EngineDied, EngineLifecycle, EngineRecycled, EngineStarting
+from ...core.protocol.records import EngineRecord, Ready, Sample, TracesCaptured
 
 ENGINE_STARTING = "engine starting (importing torch)…"
 """The header's engine line until the engine says it is ready."""

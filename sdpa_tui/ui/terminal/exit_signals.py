@@ -9,10 +9,10 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .live_app import LiveApp
+from ...core.protocol.engine_handle import EngineHandle
+from .guarded_driver import ExitRequester
 
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 """Signals that end the app the orderly way (engine stopped, terminal restored)."""
@@ -21,8 +21,15 @@ FORCE_EXIT_AFTER_S = 20.0
 engine and ends itself (a stuck exit must not leave the engine holding the GPU)."""
 
 
+class SignalledApp(ExitRequester, Protocol):
+    """What the signals need of the app (:class:`~sdpa_tui.ui.live_app.LiveApp`): a way to ask it to exit, and
+    its engine to kill when that exit hangs."""
+
+    engine: EngineHandle
+
+
 @contextlib.contextmanager
-def exit_on_signals(app: LiveApp, signals: tuple[signal.Signals, ...] = EXIT_SIGNALS,
+def exit_on_signals(app: SignalledApp, signals: tuple[signal.Signals, ...] = EXIT_SIGNALS,
                     force_after_s: float = FORCE_EXIT_AFTER_S) -> Iterator[None]:
     """While the app runs, SIGHUP/SIGTERM/SIGINT make it exit the orderly way (engine
     stopped, terminal restored, exit status 128 + signal number). Call from the main thread.
@@ -52,7 +59,7 @@ def exit_on_signals(app: LiveApp, signals: tuple[signal.Signals, ...] = EXIT_SIG
         # an armed timer stays armed: it also covers a hang after the app has returned
 
 
-def _force_exit(app: LiveApp, code: int) -> None:
+def _force_exit(app: SignalledApp, code: int) -> None:
     try:
         app.engine.kill_engine()
     finally:

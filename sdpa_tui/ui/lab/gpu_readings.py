@@ -8,10 +8,10 @@ from typing import Protocol
 
 from textual.message import Message
 
-from ..telemetry.gpu_snapshot import GpuSnapshot
-from ..telemetry.host_gpus import HostGpuPoller, HostGpus
+from ...telemetry.gpu_snapshot import GpuSnapshot
+from ...telemetry.host_gpus import HostGpuPoller, HostGpus
+from ..messages import HostGpusUpdate
 from .lab_gpus import LabGpus
-from .messages import HostGpusUpdate
 
 NVML_INTERVAL_S = 1.0
 OWN_PIDS_EVERY_S = 2.0
