@@ -27,7 +27,7 @@ slices of a backend the engine idles (``sample_interval_s``); on the CPU the thr
 workers fall asleep and caches go cold meanwhile. At [1, 2, 128, 32] fp16 on a busy 2-core
 machine (2026-11-23) the live eager medians read 3-80x the headless ones without a warm-up;
 with 1 ms of it still 10-20 % high, with about 5 ms within 2 %
-(benchmarks/live_vs_report.py)."""
+(benchmarks/monitor/live_vs_report.py)."""
 
 
 class TimingSlices(BackendRuns):
