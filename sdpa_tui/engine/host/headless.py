@@ -223,10 +223,9 @@ def measure_series(
                 done = sum(_finished(session, b) for b in measured)
                 late = deadline is not None and now >= deadline
                 over = now - deadline if deadline is not None else 0.0
-                complete = bool(session.dispatch) and done == len(measured)
-                if complete and complete_at is None:
+                if complete_at is None and session.dispatch and done == len(measured):
                     complete_at = now
-                if complete and (late or now - configured_at >= duration_s and (
+                if complete_at is not None and (late or now - configured_at >= duration_s and (
                         settled is None or settled(index, session) or now - complete_at >= longest_s)):
                     break
                 if late and over > deadline_grace_s and _any_numbers(session):
