@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -35,6 +36,11 @@ def run_header(started: dt.datetime, argv: list[str] | None, device: str) -> dic
         "python": platform.python_version(),
         "device": device,
     }
+
+
+def load_average() -> list[float]:
+    """The machine's load average over 1, 5 and 15 minutes, now."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def write_result(result: dict, path: "str | Path | None", default_name: str) -> Path:

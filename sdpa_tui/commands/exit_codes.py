@@ -1,6 +1,6 @@
 """The exit codes of the ``sdpa-tui`` commands, for scripts and CI (README: "Exit codes"); 0 is
 success. ``watch --report`` passes on the watched program's own code, and the live monitor
-128 + the signal that ended it (``ui/exit_signals.py``)."""
+128 + the signal that ended it (``ui/terminal/exit_signals.py``)."""
 
 EXIT_ENGINE = 1
 """report, sweep: the engine failed (said in one line)."""

@@ -21,8 +21,8 @@ holding GPU memory:
   blocks on its full output queue and never exits).
 - ``kill -9`` of the UI: nothing can run; the engine gets SIGTERM from PR_SET_PDEATHSIG.
 
-``LiveApp`` and its terminal guards live in :mod:`.live_app`, ``exit_on_signals`` in
-:mod:`.exit_signals`.
+``LiveApp`` and its terminal guards live in :mod:`sdpa_tui.ui.live_app` (the driver in
+:mod:`sdpa_tui.ui.terminal.guarded_driver`), ``exit_on_signals`` in :mod:`sdpa_tui.ui.terminal.exit_signals`.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ from ..engine.host.headless import measure_series
 from ..engine.host.supervisor import EngineSupervisor
 from ..telemetry.device_choice import find_gpus
 from ..telemetry.host_cpu import cpu_pressure
-from ..ui.exit_signals import exit_on_signals
-from ..ui.gpu_readings import host_gpu_source
+from ..ui.lab.gpu_readings import host_gpu_source
 from ..ui.live_app import LiveApp
 from ..ui.messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords
+from ..ui.terminal.exit_signals import exit_on_signals
 
 
 def make_app(

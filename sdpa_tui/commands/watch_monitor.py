@@ -16,8 +16,8 @@ import time
 from ..core.backends import ALL_BACKENDS
 from ..core.workload import Workload
 from ..engine.host.early_start import can_run_live
-from ..ui.exit_signals import exit_on_signals
-from ..ui.watch_app import WatchApp
+from ..ui.terminal.exit_signals import exit_on_signals
+from ..ui.watch.watch_app import WatchApp
 from .monitor import make_app
 
 KEEP_LOGS = 10

@@ -3,7 +3,7 @@
 ``/proc/pressure/cpu`` (Linux 4.20+) says which share of the recent past at least one runnable
 task waited for a CPU. While the engine times a loop on the CPU (or an eager loop on a GPU
 box), such waits land inside its timings: on a 2-core machine shared with other work the live
-medians read several times the headless ones (benchmarks/live_vs_report.py records both).
+medians read several times the headless ones (benchmarks/monitor/live_vs_report.py records both).
 """
 
 from __future__ import annotations

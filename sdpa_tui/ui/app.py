@@ -1,9 +1,9 @@
 """The live monitor: a Textual app over an engine process and an NVML poller.
 
 Background threads never touch widgets: they post typed messages (:mod:`.messages`); the handlers apply records to
-the :class:`Session` (through :class:`~.engine_news.EngineNews`) and set the app's reactives; ``watch_*`` methods
+the :class:`Session` (through :class:`~.lab.engine_news.EngineNews`) and set the app's reactives; ``watch_*`` methods
 redraw the widgets that depend on each. The panels read the session at most once a second while samples stream in
-(:class:`~.redraw_throttle.RedrawThrottle`), at once for a backend's first number after a key.
+(:class:`~.lab.redraw_throttle.RedrawThrottle`), at once for a backend's first number after a key.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
@@ -32,14 +33,14 @@ from ..core.workload import Workload
 from ..telemetry.gpu_snapshot import GpuSnapshot
 from ..telemetry.host_cpu import disturbance_note
 from ..telemetry.host_gpus import HostGpus
-from .engine_news import ENGINE_STARTING, EngineNews, News
-from .gpu_readings import GpuSource, Stoppable
-from .lab_gpus import LabGpus, Switched
+from .lab.engine_news import ENGINE_STARTING, EngineNews, News
+from .lab.gpu_readings import GpuSource, Stoppable
+from .lab.lab_gpus import LabGpus, Switched
+from .lab.redraw_throttle import RedrawThrottle
+from .lab.snapshot_requests import SnapshotFlow
 from .messages import DeviceEvent, DeviceRecords, EngineEvent, EngineRecords, GpuUpdate, HostGpusUpdate
-from .redraw_throttle import RedrawThrottle
 from .screens.gpu_chooser import GpuChooser
 from .screens.workload_form import WorkloadForm
-from .snapshot_requests import SnapshotFlow
 from .widgets.backend_panel import BackendPanel
 from .widgets.dispatch_panel import DispatchPanel
 from .widgets.gpu_overview import GpuOverview
@@ -74,7 +75,9 @@ class SdpaApp(App):
     :class:`SnapshotFlow` (snapshots and traces). Subclasses add what runs beside the lab through
     :meth:`lab_started` and :meth:`lab_stopping`."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    """The lab's stylesheet beside this file, for the subclasses too (``watch/watch_app.py``'s): Textual reads a
+    relative path from the folder of the running app's own class."""
     TITLE = "sdpa-tui"
     BINDINGS = [
         # "?" first: where the footer is cut (80 columns), the way to every other key still shows

@@ -2,8 +2,8 @@
 
 The keys (``ctrl+c`` quits), :meth:`LiveApp.request_exit` (from a signal handler or any
 thread) and the terminal guards: a poll of the terminal's descriptors for a hang-up, and a
-driver (:func:`~.guarded_driver.guarded_linux_driver`) whose writes to a dead terminal are dropped instead of
-killing Textual's writer thread. Signals are turned into exits by :mod:`.exit_signals`; how
+driver (:func:`~.terminal.guarded_driver.guarded_linux_driver`) whose writes to a dead terminal are dropped instead of
+killing Textual's writer thread. Signals are turned into exits by :mod:`.terminal.exit_signals`; how
 the app is built and run, and the whole "leaving cleanly" picture, is in :mod:`sdpa_tui.commands.monitor`.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from .app import SdpaApp
-from .guarded_driver import EXIT_TERMINAL_LOST, guarded_linux_driver
+from .terminal.guarded_driver import EXIT_TERMINAL_LOST, guarded_linux_driver
 
 if TYPE_CHECKING:
     from ..exports.metrics.lab_metrics import LatestMetrics

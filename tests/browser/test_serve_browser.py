@@ -1,7 +1,7 @@
 """``sdpa-tui serve`` in a real headless Chromium (Debian's chromium, driven by Playwright):
 the page shows live numbers, and ``f`` turns the Flash flag off on the page.
 
-The driving is ``scripts/serve_browser.py`` (also the GPU step ``serve``); this test runs it
+The driving is ``scripts/screenshots/serve_browser.py`` (also the GPU step ``serve``); this test runs it
 and checks the terminal text it read from the page's accessibility tree.
 """
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 def browser_run(tmp_path_factory) -> tuple[dict, Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("serve-browser")
     run = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "serve_browser.py"), "--device", "cpu",
+        [sys.executable, str(REPO / "scripts" / "screenshots" / "serve_browser.py"), "--device", "cpu",
          "--json", str(out / "run.json"), "--screenshot", str(out / "page.png")],
         capture_output=True, text=True, timeout=400,
     )

@@ -14,14 +14,14 @@ from recorded import command_line  # noqa: E402
 
 
 def test_absolute_paths_keep_only_their_file_name(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["/somewhere/benchmarks/soak.py"])
+    monkeypatch.setattr(sys, "argv", ["/somewhere/benchmarks/soak/soak.py"])
     recorded = command_line(["--out", "/scratch/out/r/soak-cuda", "--json=/scratch/f.json", "--minutes", "8",
                              "results/x.json"])
     assert recorded == ["soak.py", "--out", "soak-cuda", "--json=f.json", "--minutes", "8", "results/x.json"]
 
 
 def test_without_arguments_it_reads_the_process_command_line(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["/somewhere/benchmarks/fidelity.py", "--json", "/scratch/fidelity.json"])
+    monkeypatch.setattr(sys, "argv", ["/somewhere/benchmarks/clocks/fidelity.py", "--json", "/scratch/fidelity.json"])
     assert command_line() == ["fidelity.py", "--json", "fidelity.json"]
 
 

@@ -123,11 +123,11 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
 
 
 def command_shims(bin_dir: Path) -> None:
-    """``sdpa-tui`` as pip writes it (benchmarks/console_script.py, line for line) and ``python3``, both running
+    """``sdpa-tui`` as pip writes it (benchmarks/monitor/console_script.py, line for line) and ``python3``, both running
     this interpreter; with PYTHONPATH at the checkout they import its code, in every process they start."""
     bin_dir.mkdir()
     script = bin_dir / "sdpa-tui"
-    script.write_text(f"#!{sys.executable}\n" + (REPO / "benchmarks" / "console_script.py").read_text())
+    script.write_text(f"#!{sys.executable}\n" + (REPO / "benchmarks" / "monitor" / "console_script.py").read_text())
     python = bin_dir / "python3"
     python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
     for path in (script, python):

@@ -8,7 +8,7 @@ import sys
 import pytest
 from support.paths import BENCHMARKS
 
-sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS / "soak"))
 
 from soak_cycle import Stop, format_table, keys_between, later_minus_first, parse_cycle, per_visit  # noqa: E402
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.paths import BENCHMARKS
 
-sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS / "soak"))
 
 from soak_rows import HEAP_SERIES, RowLog, heap_reading, memory_reading, pymalloc_reading, rss_split  # noqa: E402
 

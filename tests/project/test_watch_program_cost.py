@@ -1,6 +1,6 @@
-"""benchmarks/watch_program_cost.py on the CPU (a tiny Llama): the same program plain and watched, alternated, its whole
-command timed. The numbers that count come from a GPU (scripts/gpu-watch-cost.sh, PART=program); here the benchmark's
-runs, pairs and summary are checked."""
+"""benchmarks/watch_cost/watch_program_cost.py on the CPU (a tiny Llama): the same program plain and watched, alternated,
+its whole command timed. The numbers that count come from a GPU (scripts/gpu/gpu-watch-cost.sh, PART=program); here the
+benchmark's runs, pairs and summary are checked."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.torch_range
 def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command_is_timed(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "cost.json"
-    proc = subprocess.run([sys.executable, "benchmarks/watch_program_cost.py", "--device", "cpu", "--seconds", "1",
-                           "--rounds", "2", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run([sys.executable, "benchmarks/watch_cost/watch_program_cost.py", "--device", "cpu",
+                           "--seconds", "1", "--rounds", "2", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["device"] == "cpu" and result["size"] == "tiny" and result["command"][0] == "watch_program_cost.py"

@@ -33,6 +33,7 @@ class InstantProfiler:
     (no process, no torch.profiler); ``requests`` lists the backends asked for, in order."""
 
     pid = None
+    starting = False  # ready at once: no start beside the engine's slices
 
     def __init__(self) -> None:
         self.requests: list[object] = []

@@ -40,7 +40,7 @@ from sdpa_tui.core.workload import Workload
 from sdpa_tui.telemetry.gpu_snapshot import GpuProcess, GpuSnapshot
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import DeviceRecords, EngineEvent, EngineRecords
-from sdpa_tui.ui.textual_internals import screen_strips
+from sdpa_tui.ui.terminal.textual_internals import screen_strips
 from support.real_data import FIXTURES, H200, H200_ORDER_IN_FORCE
 
 TRACE_FIXTURES = {b: FIXTURES / f"{b.value}_3calls.json" for b in ALL_BACKENDS}

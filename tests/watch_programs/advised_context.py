@@ -1,7 +1,7 @@
 """A call kept on MATH by an ``sdpa_kernel`` context where the CPU's flash kernel is faster ([1, 4, 1024, 64] fp32,
 one torch thread as the lab's CPU clock): the advice's line replaces the context, and watch measures it again
-(tests/processes/watch/test_advice_realised.py, benchmarks/advice_realised.py). On a GPU (``cuda`` as the argument) the call is
-[1, 8, 1024, 256] bf16 kept on Mem-efficient or MATH, as in truth.py."""
+(tests/processes/watch/test_advice_realised.py, benchmarks/watch_truth/advice_realised.py). On a GPU (``cuda`` as the
+argument) the call is [1, 8, 1024, 256] bf16 kept on Mem-efficient or MATH, as in truth.py."""
 
 import sys
 

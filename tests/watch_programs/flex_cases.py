@@ -1,4 +1,4 @@
-"""Calls where FlexAttention is measured as an alternative (scripts/diag_flex.py's shapes, bf16): causal
+"""Calls where FlexAttention is measured as an alternative (scripts/diagnostics/diag_flex.py's shapes, bf16): causal
 [4, 16, 2048, 128], no mask [4, 16, 2048, 128], and a key-padding mask [8, 16, 1024, 64]. ``cuda`` as the argument
 runs them on the GPU; without it, small CPU shapes of the same kinds."""
 

@@ -1,7 +1,7 @@
 """A head dim the fused kernels reject: 102 in fp32. On a GPU ([1, 8, 1024, 102] fp32, ``cuda`` as the argument) Flash and
 cuDNN take no fp32 and Mem-efficient wants a head dim that is a multiple of 4 in fp32, so the call runs MATH; the
-advice pads the head dim to 104 (tests/support/advice_apply.py applies it, benchmarks/advice_realised.py measures it). (In
-bf16 Flash would take it: it pads any head dim up to 256 itself.) On the CPU ([1, 4, 512, 102] fp32) the flash kernel
+advice pads the head dim to 104 (tests/support/advice_apply.py applies it, benchmarks/watch_truth/advice_realised.py
+measures it). (In bf16 Flash would take it: it pads any head dim up to 256 itself.) On the CPU ([1, 4, 512, 102] fp32) the flash kernel
 takes any head dim. Prints the result, then the loop's own time per call after its first calls (synchronised, host clock:
 the pads of a padded call included)."""
 

@@ -1,5 +1,5 @@
-"""Each rank of a ``torchrun`` job times a small causal SDPA call, for ``benchmarks/watch_rank_overhead.py``: the
-per-call host cost of watch's wrapper in processes it watches through its start-up hook (torchrun's workers).
+"""Each rank of a ``torchrun`` job times a small causal SDPA call, for ``benchmarks/watch_cost/watch_rank_overhead.py``:
+the per-call host cost of watch's wrapper in processes it watches through its start-up hook (torchrun's workers).
 
 It calls for ``--warm-up-s`` first (watch's first windows: the new signature, its coverage, the schedule at 3 s), then
 times ``--repeats`` runs of ``--calls`` calls and prints ``rank R per_call_us=X``, the least-disturbed run's time.

@@ -1,5 +1,5 @@
-"""A training program to time plain and under ``sdpa-tui watch`` (benchmarks/watch_program_cost.py): a transformers
-Llama from a config (random weights, no download) trained STEPS steps on one batch shape, with an evaluation (no
+"""A training program to time plain and under ``sdpa-tui watch`` (benchmarks/watch_cost/watch_program_cost.py): a
+transformers Llama from a config (random weights, no download) trained STEPS steps on one batch shape, with an evaluation (no
 gradients, a shorter batch: another signature) every ``EVAL_EVERY`` steps, as a training loop has.
 
 ``large`` is truth.py's GPU-bound Llama (8 layers, hidden 2048, GQA 16/4 heads, head dim 128, bf16, a batch

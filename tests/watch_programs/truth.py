@@ -1,4 +1,4 @@
-"""A program to hold ``sdpa-tui watch`` against torch.profiler on a GPU (benchmarks/watch_truth.py runs it).
+"""A program to hold ``sdpa-tui watch`` against torch.profiler on a GPU (benchmarks/watch_truth/watch_truth.py runs it).
 
 A transformers Llama from a config (random weights, bf16, GQA 16/4 heads, head dim 64): inference on a
 causal batch and on a padded batch, then training steps; a head-dim-256 call inside
@@ -114,7 +114,7 @@ if path:
         json.dump(profiled_ops(prof), f)
 else:
     times, starts, total = run(model, steps)
-if os.environ.get("SDPA_TUI_TEST_STEPS"):  # every step's time (benchmarks/watch_step_cost.py)
+if os.environ.get("SDPA_TUI_TEST_STEPS"):  # every step's time (benchmarks/watch_cost/watch_step_cost.py)
     with open(os.environ["SDPA_TUI_TEST_STEPS"], "w") as f:
         json.dump({"step_ms": times, "start_s": starts}, f)
 # the median step, and the median of the second half (after watch's coverage bursts of the first steps)

@@ -94,7 +94,7 @@ MASK_MODS = {
 }
 """The ``mask_mod`` of each mask form (``key_keep``: the call's [batch, kv_len] boolean key-padding mask, True where a
 key is kept: transformers' ``attention_mask`` as a bool). Read from a tensor, as a program's own mask is: a mask_mod
-that compared ``kv_idx`` with a constant ran 124 µs a call where the tensor read ran 154-167 (scripts/diag_flex.py, an
+that compared ``kv_idx`` with a constant ran 124 µs a call where the tensor read ran 154-167 (scripts/diagnostics/diag_flex.py, an
 H100, [8, 16, 1024, 64] bf16), so the measuring runs this text, not one of its own."""
 
 
@@ -103,7 +103,7 @@ def flex_code(workload: Workload, mask_form: str) -> str:
     new key-padding mask (its cost is not in the measured time: the code says so). Its last line is the call (what
     the measuring times). ``dynamic=False``: each shape compiled for its own sizes (after a second shape Dynamo's
     automatic dynamic shapes made kernels for any size, slower: 372 µs a call against 306 at [4, 16, 2048, 128] bf16
-    on an H100, scripts/diag_flex.py)."""
+    on an H100, scripts/diagnostics/diag_flex.py)."""
     w = workload
     names = "create_block_mask, flex_attention" if mask_form in MASK_MODS else "flex_attention"
     lines = [f"from torch.nn.attention.flex_attention import {names}",

@@ -24,7 +24,8 @@ class HistoryRow:
     gpu_us: float | None
     eager_us: float
     kernel_us: float | None
-    conditions: str  # what may make the sample read high: "", or "throttled", "shared", "cpu-contended" joined by +
+    conditions: str  # what may make the sample read high: "", or "throttled", "shared", "cpu-contended",
+    # "profiler-starting" joined by +
 
 
 @dataclass
@@ -37,6 +38,9 @@ class BackendState:
     kernel: Window = field(default_factory=Window)
     gpu: Window = field(default_factory=Window)
     eager: Window = field(default_factory=Window)
+    eager_provisional: int = 0
+    """How many of ``eager``'s values were taken while the profiler process was starting: shown while there is
+    nothing better, dropped at the first sample taken apart from it (:meth:`add_eager`)."""
     gpu_sm_mhz: Window = field(default_factory=Window)  # the GPU's SM clock at each GPU/call sample (NVML)
     kernel_sm_mhz: Window = field(default_factory=Window)  # and at each kernel burst (the profiler process's)
     kernels: tuple[KernelInfo, ...] = ()  # measured: the profiler's last burst
@@ -56,6 +60,7 @@ class BackendState:
         self.version += 1
         for window in (self.kernel, self.gpu, self.eager, self.gpu_sm_mhz, self.kernel_sm_mhz):
             window.clear()
+        self.eager_provisional = 0
         self.kernels = self.graph_kernels = ()
         self.capture_error = ""
         self.peak_bytes = None
@@ -66,6 +71,26 @@ class BackendState:
         self.clear_numbers()
         self.eligibility = self.eligibility_reason = ""
         self.status, self.reason, self.details = Status.WAITING, "", ()
+
+    def add_eager(self, eager_us: float, profiler_starting: bool) -> None:
+        """One eager sample. The profiler process's start (an interpreter and ``import torch`` in a second process)
+        slows the slices timed beside it, most on a busy CPU, where it takes the one free core: the kernel clock
+        read 0.52-0.63x such eager medians on the 2-core VM (docs/lab-notes/cpu-kernel-clock.md). Those samples
+        stand in until one taken apart from the start arrives, then leave the window."""
+        if profiler_starting:
+            if len(self.eager) == self.eager_provisional:  # nothing better yet: the first numbers on screen
+                self.eager.add(eager_us)
+                self.eager_provisional += 1
+            return
+        if self.eager_provisional:  # every value in the window is provisional (the rule above)
+            self.eager.clear()
+            self.eager_provisional = 0
+        self.eager.add(eager_us)
+
+    @property
+    def eager_settled(self) -> int:
+        """Eager samples taken apart from the profiler process's start."""
+        return len(self.eager) - self.eager_provisional
 
     @property
     def main_kernel(self) -> KernelInfo | None:

@@ -178,7 +178,7 @@ class Session:
         if isinstance(record, Sample):
             state.status = Status.OK
             state.gpu.add(record.gpu_us)
-            state.eager.add(record.eager_us)
+            state.add_eager(record.eager_us, record.profiler_starting)
             state.gpu_sm_mhz.add(record.sm_mhz)
             state.last_sample_time = record.time or time.time()
             if record.busy_s is not None:
@@ -194,7 +194,8 @@ class Session:
                     gpu_us=record.gpu_us,
                     eager_us=record.eager_us,
                     kernel_us=kernel.median if kernel else None,
-                    conditions="+".join((*self.gpu_conditions, *(("cpu-contended",) if self.cpu_contended else ()))),
+                    conditions="+".join((*self.gpu_conditions, *(("cpu-contended",) if self.cpu_contended else ()),
+                                         *(("profiler-starting",) if record.profiler_starting else ()))),
                 )
             )
             return True

@@ -118,6 +118,9 @@ class Sample:
     calls made), for the engine's duty cycle; None from an engine that does not say."""
     sm_mhz: int | None = None
     """The GPU's SM clock (NVML) right after the GPU/call sample; None on the CPU or without NVML."""
+    profiler_starting: bool = False
+    """Taken while the profiler process was starting (its interpreter and ``import torch``: seconds of CPU beside
+    this slice); its eager time counts only until a sample taken apart from it arrives."""
 
 
 @dataclass(frozen=True)

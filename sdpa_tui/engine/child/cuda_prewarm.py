@@ -30,12 +30,12 @@ from pathlib import Path
 LIBRARIES = ("cudnn",)
 """The ``nvidia/<name>/lib`` folders read ahead: cuDNN's, which SDPA's pick loads on its first call on a GPU that
 has it (the first number waits for it). Not cuBLAS's: a cold ``import torch`` reads much of it already (187 of
-517 MiB on an H100, scripts/diag_cold_libs.py) and only MATH's first call, after the first number, reads more."""
+517 MiB on an H100, scripts/diagnostics/diag_cold_libs.py) and only MATH's first call, after the first number, reads more."""
 READAHEAD_ENV = "SDPA_TUI_PREWARM_READAHEAD"
 """A comma list of those folders to read ahead instead, in order (empty: none), to measure what each gains."""
 DRIVER_NODE = "/dev/nvidiactl"
 OFF_ENV = "SDPA_TUI_NO_PREWARM"
-"""``1``: no prewarm (to measure what it gains: ``benchmarks/ui_live.py`` run with and without)."""
+"""``1``: no prewarm (to measure what it gains: ``benchmarks/monitor/ui_live.py`` run with and without)."""
 
 
 def gpu_ordinal(device_request: str) -> int | None:

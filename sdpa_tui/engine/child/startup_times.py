@@ -2,7 +2,7 @@
 
 Each phase is marked once, in the order it ends; only the first configuration's set-up
 counts. With ``SDPA_TUI_STARTUP_TIMES=PATH`` in the environment the engine also writes each
-record it sends to PATH as JSON (what ``benchmarks/ui_live.py`` reads from the live UI).
+record it sends to PATH as JSON (what ``benchmarks/monitor/ui_live.py`` reads from the live UI).
 """
 
 from __future__ import annotations

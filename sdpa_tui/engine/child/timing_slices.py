@@ -27,7 +27,7 @@ slices of a backend the engine idles (``sample_interval_s``); on the CPU the thr
 workers fall asleep and caches go cold meanwhile. At [1, 2, 128, 32] fp16 on a busy 2-core
 machine (2026-11-23) the live eager medians read 3-80x the headless ones without a warm-up;
 with 1 ms of it still 10-20 % high, with about 5 ms within 2 %
-(benchmarks/live_vs_report.py)."""
+(benchmarks/monitor/live_vs_report.py)."""
 
 
 class TimingSlices(BackendRuns):
@@ -57,6 +57,7 @@ class TimingSlices(BackendRuns):
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
+                profiler_starting = self.profiler is not None and self.profiler.starting
                 if kind is SliceKind.GRAPH:  # the first number was eager: on screen without a capture
                     self._capture_graph(run)
                 self._warm_up(run)
@@ -87,7 +88,11 @@ class TimingSlices(BackendRuns):
         # device time of the slice: every timed call at its GPU time (eager on the CPU)
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         sm_mhz = clocks.sm_clock_mhz(self.device) if gpu_us is not None else None
-        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s, sm_mhz))
+        # the profiler process's start beside this slice (at its start or by its end): its eager time stands in
+        # only until one timed apart from it comes (``BackendState.add_eager``)
+        profiler_starting = profiler_starting or (self.profiler is not None and self.profiler.starting)
+        self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s, sm_mhz,
+                                 profiler_starting))
         if gpu_us is not None:
             self.startup.mark("first_gpu_call")
 

@@ -89,7 +89,7 @@ def _finished(session: Session, backend: Backend) -> bool:
     state = session.backends[backend]
     if state.status in (Status.NOT_ELIGIBLE, Status.ERROR, Status.OOM):
         return True
-    return (state.status == Status.OK and len(state.eager) >= MIN_SAMPLES and len(state.kernel) > 0
+    return (state.status == Status.OK and state.eager_settled >= MIN_SAMPLES and len(state.kernel) > 0
             and not _wants_gpu_clock(state))
 
 
@@ -99,8 +99,8 @@ def _wants(session: Session, backend: Backend) -> str:
     if state.status != Status.OK:
         return "its eligibility"
     wants = []
-    if len(state.eager) < MIN_SAMPLES:
-        wants.append(f"{len(state.eager)}/{MIN_SAMPLES} timings")
+    if state.eager_settled < MIN_SAMPLES:
+        wants.append(f"{state.eager_settled}/{MIN_SAMPLES} timings")
     elif _wants_gpu_clock(state):
         wants.append(f"{len(state.gpu)}/{MIN_SAMPLES} GPU/call timings")
     if not state.kernel:
@@ -149,7 +149,8 @@ def measure_series(
     are ignored. Each is measured as :func:`measure` does: until every measured backend has a
     verdict (eligible with enough samples, not eligible, out of memory, error) and at least
     ``duration_s`` have passed since it was configured; where ``settled(index, session)`` is given, also until it
-    says so or ``longest_s`` have passed; at most ``timeout_s`` per workload (and
+    says so (asked at least once) or ``longest_s`` have passed since its numbers were complete (a busy machine's slow
+    start does not eat the time it is measured on for); at most ``timeout_s`` per workload (and
     for the engine to start). Past ``deadline`` (``time.monotonic()``'s), a workload ends as soon as every backend has
     its verdict and samples, ``deadline_grace_s`` later with what it has (``incomplete`` says what is short), and the
     series ends with it. A workload whose inputs do not fit comes back with every backend
@@ -209,6 +210,7 @@ def measure_series(
             config_id = session.next_config_id()
             client.send(Configure(config_id, workload, enabled, **options))
             configured_at = time.monotonic()
+            complete_at: float | None = None  # every backend's verdict and samples in
             while True:
                 for record in client.receive(timeout=0.1):
                     if isinstance(record, EngineError) and record.fatal:
@@ -221,8 +223,10 @@ def measure_series(
                 done = sum(_finished(session, b) for b in measured)
                 late = deadline is not None and now >= deadline
                 over = now - deadline if deadline is not None else 0.0
-                if session.dispatch and done == len(measured) and (late or now - configured_at >= duration_s and (
-                        settled is None or now - configured_at >= longest_s or settled(index, session))):
+                if complete_at is None and session.dispatch and done == len(measured):
+                    complete_at = now
+                if complete_at is not None and (late or now - configured_at >= duration_s and (
+                        settled is None or settled(index, session) or now - complete_at >= longest_s)):
                     break
                 if late and over > deadline_grace_s and _any_numbers(session):
                     session.incomplete = _shortfall(session, now - configured_at)

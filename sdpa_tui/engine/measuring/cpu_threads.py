@@ -4,7 +4,7 @@ torch starts one intra-op thread per core. Each parallel call then waits for its
 thread, so on a small machine any other runnable task (the monitor's own UI, a build, another
 job) stalls every call it lands on: on a 2-core machine shared with other work, headless
 medians at [1, 2, 128, 32] fp16 (2026-11-23) swung from 0.8 to 8 ms between two runs with 2 threads, and
-stayed within 1 % at 1 thread (benchmarks/live_vs_report.py). The engine therefore leaves one
+stayed within 1 % at 1 thread (benchmarks/monitor/live_vs_report.py). The engine therefore leaves one
 core to the rest of the machine, for ``report`` and the live monitor alike, and the header
 says how many threads it times with. ``OMP_NUM_THREADS`` set by the user wins.
 """

@@ -4,7 +4,7 @@ Each kernel node gives its function's name (demangled as CUPTI demangles: ``abi:
 grid, block, shared memory (the function's static plus the launch's dynamic) and registers per
 thread, through the CUDA driver API (NVIDIA's ``cuda-bindings``). No durations: those come from the
 profiler's bursts, which start seconds later (CUPTI's first session costs 6.5 s in a fresh process on
-the H100). On the H100 (torch 2.11, 2026-11-25, ``scripts/diag_graph_kernels.py``) the names, grid,
+the H100). On the H100 (torch 2.11, 2026-11-25, ``scripts/diagnostics/diag_graph_kernels.py``) the names, grid,
 block and shared memory equalled torch.profiler's for every backend at three shapes; registers
 equalled for every attention kernel, GEMM and softmax, and read 2-6 lower than CUPTI's for 12 small
 elementwise kernels of MATH (``docs/lab-notes/gpu-measurements.md``, "Kernels named from the CUDA graph").

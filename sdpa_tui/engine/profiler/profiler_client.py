@@ -75,6 +75,12 @@ class ProfilerClient:
         self.environment: Environment | None = None  # as the process described itself when ready
 
     @property
+    def starting(self) -> bool:
+        """Its process runs and has not yet said Ready (as last polled): its interpreter, ``import torch`` and, on a
+        GPU, CUPTI's start take CPU beside the engine."""
+        return self._process is not None and not self._ready and self._process.poll() is None
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process and self._process.poll() is None else None
 

@@ -332,7 +332,7 @@ def test_a_terminal_that_goes_away_without_a_signal_ends_the_app(tmp_path: Path)
 
 _STUCK_EXIT = """
 import os, signal, sys, time
-from sdpa_tui.ui.exit_signals import exit_on_signals
+from sdpa_tui.ui.terminal.exit_signals import exit_on_signals
 
 class Engine:
     def kill_engine(self):

@@ -97,6 +97,15 @@ def test_headless_measure_fp32_on_the_cpu(fp32_session):
     # measure waits for enough samples of every running backend
     for backend in RUNNING_ON_CPU:
         assert len(fp32_session.backends[backend].eager) >= 5
+    # the slices timed while the profiler process started (its interpreter and torch import beside them: after
+    # the pick's first number, on the CPU) are in the history, named, and out of the medians
+    history = sorted((h for b in RUNNING_ON_CPU for h in fp32_session.backends[b].history), key=lambda h: h.time)
+    assert "profiler-starting" not in history[0].conditions
+    assert any("profiler-starting" in h.conditions for h in history)
+    for backend in RUNNING_ON_CPU:
+        state = fp32_session.backends[backend]
+        apart = [h.eager_us for h in state.history if "profiler-starting" not in h.conditions]
+        assert state.eager_provisional == 0 and state.eager.values() == apart[-len(state.eager):]
 
 
 def test_headless_fatal_engine_error_is_reported_with_its_message():

@@ -1,8 +1,8 @@
 """The advice is checked: the top change of a watched program's advice, applied to the program as its code says,
 makes the program run what was advised and saves time when it is watched again (issue: measured advice, item 3).
 
-How close the realised saving comes to the predicted one is a number, measured by ``benchmarks/advice_realised.py``
-(README: 95-120 % on the 2-core VM, 100 % on the H100), not asserted here: on the 2-core VM the program's MATH call
+How close the realised saving comes to the predicted one is a number, measured by
+``benchmarks/watch_truth/advice_realised.py`` (README: 95-120 % on the 2-core VM, 100 % on the H100), not asserted here: on the 2-core VM the program's MATH call
 alone ran at 60, 70 and 76 ms in three plain runs a minute apart (2026-11-25), and a 0.5-2x window around the lab's
 prediction failed twice as the first test of a CI run (72.9 ms in the program against the lab's 39 ms).
 

@@ -266,6 +266,32 @@ def test_rows_on_the_cpu_use_eager_medians():
     assert session.backends[Backend.FLASH].sparkline_values(session.workload.describe()) == eager[Backend.FLASH]
 
 
+def test_eager_samples_beside_the_profiler_start_stand_in_until_one_taken_apart_from_it():
+    """The profiler process's start (``import torch`` beside the slice) slows eager slices: they are the first
+    numbers on screen, then leave the median at the first sample taken apart from it; later ones (a new profiler
+    process after a pause) do not enter a window that has better ones. Every sample stays in the history, named."""
+    session = configured()
+    cid = session.config_id
+    session.apply(BackendStatus(cid, Backend.MATH, "ok"))
+    state = session.backends[Backend.MATH]
+
+    def sample(eager_us: float, starting: bool, t: float) -> None:
+        assert session.apply(Sample(cid, Backend.MATH, None, eager_us, "none", 1, t, profiler_starting=starting))
+
+    sample(400.0, True, 1.0)
+    sample(420.0, True, 2.0)
+    assert state.eager.values() == [400.0, 420.0] and state.eager_settled == 0  # shown while nothing better
+    sample(250.0, False, 3.0)
+    sample(260.0, False, 4.0)
+    assert state.eager.values() == [250.0, 260.0] and state.eager_settled == 2
+    sample(900.0, True, 5.0)  # a profiler process starting again later
+    assert state.eager.summary().median == pytest.approx(255.0)
+    assert [h.eager_us for h in state.history] == [400.0, 420.0, 250.0, 260.0, 900.0]
+    assert [h.conditions for h in state.history] == ["profiler-starting"] * 2 + [""] * 2 + ["profiler-starting"]
+    session.set_workload(Workload(seq=256))  # a new workload starts clean
+    assert len(state.eager) == 0 and state.eager_provisional == 0
+
+
 def test_rows_without_math_or_not_ok_have_no_speedup():
     session = configured()
     cid = session.config_id

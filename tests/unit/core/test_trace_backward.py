@@ -1,6 +1,6 @@
 """Backward kernels are launched from autograd's thread: they still belong to their call.
 
-Traces recorded on an H100 (torch 2.11) by scripts/record_fixtures.py: 2 annotated
+Traces recorded on an H100 (torch 2.11) by scripts/diagnostics/record_fixtures.py: 2 annotated
 forward+backward calls per backend at [2, 8, 512, 64] fp16.
 """
 

@@ -21,11 +21,11 @@ def members(protocol: type) -> set[str]:
 
 
 def one_engine() -> list[object]:
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks" / "monitor"))
     try:
         from ui_replay import ReplayEngine
     finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+        sys.path.remove(str(REPO / "benchmarks" / "monitor"))
     report = __import__("json").loads((REPORTS / "h100-torch2.11" /
                                        "report-small.json").read_text())
     return [EngineSupervisor("cpu", on_records=lambda records: None, on_event=lambda event: None), FakeEngine(),

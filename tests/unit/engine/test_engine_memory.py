@@ -1,4 +1,4 @@
-"""What keeps the engine's host memory flat over hours (docs/lab-notes/faults.md, benchmarks/engine_memory.py)."""
+"""What keeps the engine's host memory flat over hours (docs/lab-notes/faults.md, benchmarks/soak/engine_memory.py)."""
 
 from __future__ import annotations
 

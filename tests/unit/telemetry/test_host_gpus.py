@@ -108,7 +108,7 @@ def test_poll_benchmark_runs_on_fake_nvml(monkeypatch: pytest.MonkeyPatch, tmp_p
 
     fake_pynvml.install(monkeypatch)
     out = tmp_path / "poll.json"
-    script = BENCHMARKS / "nvml_poll.py"
+    script = BENCHMARKS / "monitor" / "nvml_poll.py"
     monkeypatch.setattr(sys, "argv", [str(script), "--polls", "3", "--interval", "0", "--json", str(out)])
     with pytest.raises(SystemExit) as code:
         runpy.run_path(str(script), run_name="__main__")

@@ -10,7 +10,7 @@ from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.protocol.engine_events import EngineDied, EngineRecycled, EngineStarting
 from sdpa_tui.core.protocol.records import EngineError, Ready
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.ui.engine_news import EngineNews, StatusLine
+from sdpa_tui.ui.lab.engine_news import EngineNews, StatusLine
 
 
 def news_of_a_session() -> tuple[EngineNews, Session]:

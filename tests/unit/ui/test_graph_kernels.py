@@ -1,7 +1,7 @@
 """Kernel identity from the CUDA graph's nodes: shown at once, untimed, until the profiler's burst measures it.
 
-The graph kernels here are real: ``scripts/diag_graph_kernels.py`` read them on the H100 from one call of each
-backend at [2, 8, 512, 64] fp16, beside torch.profiler's activities of the same call
+The graph kernels here are real: ``scripts/diagnostics/diag_graph_kernels.py`` read them on the H100 from one call of
+each backend at [2, 8, 512, 64] fp16, beside torch.profiler's activities of the same call
 (``tests/fixtures/graph_kernels_h100.json``).
 """
 

@@ -6,7 +6,7 @@ import time
 
 from textual.app import App
 
-from sdpa_tui.ui.redraw_throttle import RedrawThrottle
+from sdpa_tui.ui.lab.redraw_throttle import RedrawThrottle
 
 
 async def wait_until_drawn(pilot, throttle: RedrawThrottle, timeout_s: float = 3.0) -> None:

@@ -23,7 +23,7 @@ from sdpa_tui.core.calls.watch_report import build_report
 from sdpa_tui.core.calls.watched_calls import ProcessState
 from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.ui.watch_app import WatchApp
+from sdpa_tui.ui.watch.watch_app import WatchApp
 from sdpa_tui.watch.program.watched_program import WatchedProgram
 
 RECORDED = FIXTURES / "watch" / "shapes_states.json"

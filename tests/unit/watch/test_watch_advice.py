@@ -169,7 +169,7 @@ def test_the_calls_view_marks_a_failed_check_and_gives_its_evidence():
     from sdpa_tui.core.calls.call_signature import CallSignature
     from sdpa_tui.core.calls.watch_report import build_report
     from sdpa_tui.core.calls.watched_calls import CallStats, OutputCheck, ProcessState
-    from sdpa_tui.ui.screens.call_rows import CHECK_FAILED, check_lines, table_cells
+    from sdpa_tui.ui.watch.call_rows import CHECK_FAILED, check_lines, table_cells
 
     sig = CallSignature(q_shape=(1, 2, 48, 16), kv_shape=(1, 2, 48, 16), dtype="torch.float32", device="cpu",
                         mask="none", mask_shape=None, causal=False, dropout_p=0.0, scale=None, gqa=False, grad=False)

@@ -99,7 +99,7 @@ def test_masked_rows_are_said_in_the_report_and_the_calls_view():
     from sdpa_tui.core.calls.call_signature import CallSignature
     from sdpa_tui.core.calls.watch_report import build_report
     from sdpa_tui.core.calls.watched_calls import CallStats, ProcessState
-    from sdpa_tui.ui.screens.call_rows import check_lines as view_lines
+    from sdpa_tui.ui.watch.call_rows import check_lines as view_lines
     from sdpa_tui.watch.report.call_cells import check_lines as report_lines
 
     sig = CallSignature(q_shape=(2, 16, 256, 64), kv_shape=(2, 16, 256, 64), dtype="torch.bfloat16", device="cuda:0",

@@ -1,0 +1,181 @@
+"""What ``sdpa-tui watch`` costs a whole training program, end to end: the same program plain and watched, alternated.
+
+The program is ``tests/watch_programs/training.py``: a transformers Llama from a config training on the device (on a
+GPU truth.py's large Llama, about 59 ms a step on an H100), with an evaluation every 50 steps. One plain calibration
+run gives its start-up and its time a step; each target (``--seconds``, e.g. 10 and 60) then gets the number of steps
+that makes the plain program last that long, and runs plain and watched in alternation (plain first in even rounds,
+watched first in odd ones), ``--rounds`` times. Watched is what a user types, headless:
+
+    python3 -m sdpa_tui watch --report R.json --no-advice -- python3 training.py ...
+
+(``--no-advice``: the alternatives' measuring after the program exits is a measurement the user asks for, with its
+own budget, not watch's cost on the program; ``--advice`` adds the default command as a third variant.)
+
+Per run: the wall time of the whole command (from its start to its exit: what the user pays), the program's own time
+(its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
+counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
+as the ratio of the medians and per round (each watched run against the plain run beside it). A table on stdout,
+JSON to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``).
+
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size tiny --seconds 3 --rounds 1 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: recorded.py
+from recorded import run_header, write_result  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "watch_programs" / "training.py"
+CALIBRATION_STEPS = {"large": 30, "tiny": 5}
+
+
+def commands(report: str, advice: bool) -> dict[str, list[str]]:
+    """The variants: the command that runs the program (its own arguments appended)."""
+    py = sys.executable
+    watch = [py, "-m", "sdpa_tui", "watch", "--report", report]
+    out = {"plain": [], "watched": [*watch, "--no-advice", "--"]}
+    if advice:
+        out["watched, advice"] = [*watch, "--"]
+    return out
+
+
+def run_once(prefix: list[str], steps: int, args: argparse.Namespace, tmp: str) -> dict:
+    """One run of the program under ``prefix`` (plain: none): its wall time, its own clock, and the report's windows."""
+    times = os.path.join(tmp, "times.json")
+    report = os.path.join(tmp, "calls.json")
+    for stale in (times, report):
+        if os.path.exists(stale):
+            os.unlink(stale)
+    argv = [*prefix, sys.executable, str(PROGRAM), times, str(steps), args.device, args.size]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.time()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=args.timeout)
+    wall = time.time() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    own = json.loads(Path(times).read_text())
+    steps_ms = own["step_ms"]
+    got = {"wall_s": wall, "program_s": own["ended"] - own["started"], "start_up_s": own["loop"] - t0,
+           "loop_s": own["ended"] - own["loop"], "steps": len(steps_ms), "evals": own["evals"],
+           "median_step_ms": statistics.median(steps_ms[2:] or steps_ms), "mean_step_ms": statistics.mean(steps_ms)}
+    if prefix:
+        captures = json.loads(Path(report).read_text()).get("captures", {})
+        got["windows"] = captures.get("count", 0)
+        got["captures"] = captures
+        got["windows_cost_s"] = sum(float(captures.get(k, 0.0)) for k in ("start_s", "profiled_s", "stop_s", "export_s"))
+    return got
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def summarise(runs: dict[str, list[dict]]) -> dict:
+    """Per variant: medians and spreads; against plain: the ratio of the medians and the per-round ratios."""
+    out: dict = {}
+    plain = runs["plain"]
+    for name, rows in runs.items():
+        row = {key: spread([r[key] for r in rows]) for key in ("wall_s", "program_s", "median_step_ms", "mean_step_ms")}
+        if name != "plain":
+            row["windows"] = spread([r["windows"] for r in rows])
+            row["windows_cost_s"] = spread([r["windows_cost_s"] for r in rows])
+            for key in ("wall_s", "program_s", "median_step_ms"):
+                paired = [(w[key] / p[key] - 1) * 100 for w, p in zip(rows, plain)]
+                row[f"{key}_added_pct"] = {"of_medians": (row[key]["median"] / spread([p[key] for p in plain])["median"]
+                                                          - 1) * 100, "per_round": spread(paired)}
+        out[name] = row
+    return out
+
+
+def table(target: float, steps: int, summary: dict) -> str:
+    def cell(s: dict, fmt: str) -> str:
+        return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
+
+    lines = [f"~{target:g}-s program ({steps} steps): medians [min-max]",
+             f"{'variant':<17} {'wall s':>22} {'added':>8} {'per round':>18} {'program s':>22} {'added':>8} "
+             f"{'step ms':>24} {'added':>8} {'windows':>8} {'windows cost s':>20}"]
+    for name, row in summary.items():
+        def added(key: str) -> str:
+            return f"{row[key]['of_medians']:+7.1f}%" if key in row else f"{'':>8}"
+
+        def rounds(key: str) -> str:
+            if key not in row:
+                return f"{'':>18}"
+            s = row[key]["per_round"]
+            return f"{s['min']:+.1f}..{s['max']:+.1f}%".rjust(18)
+
+        windows = f"{row['windows']['median']:>8g}" if "windows" in row else f"{'':>8}"
+        cost = cell(row["windows_cost_s"], ".2f").rjust(20) if "windows_cost_s" in row else f"{'':>20}"
+        lines.append(f"{name:<17} {cell(row['wall_s'], '.2f'):>22} {added('wall_s_added_pct')} "
+                     f"{rounds('wall_s_added_pct')} {cell(row['program_s'], '.2f'):>22} "
+                     f"{added('program_s_added_pct')} {cell(row['median_step_ms'], '.2f'):>24} "
+                     f"{added('median_step_ms_added_pct')} {windows} {cost}")
+    return "\n".join(lines)
+
+
+def numbers(text: str, kind: type) -> list:
+    return [kind(x) for x in text.split(",") if x.strip()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda (the numbers that count) or cpu")
+    parser.add_argument("--size", choices=("large", "tiny"), help="the Llama (default: large on cuda, tiny on cpu)")
+    parser.add_argument("--seconds", default="10,60", help="the plain program's length per target, comma-separated")
+    parser.add_argument("--rounds", default="4,2", help="rounds per target (one number: every target)")
+    parser.add_argument("--advice", action="store_true", help="add the default command (advice measured after exit)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="one run's limit in seconds")
+    parser.add_argument("--json", help="where the result goes (default: benchmarks/results/…)")
+    args = parser.parse_args()
+    args.size = args.size or ("large" if args.device.startswith("cuda") else "tiny")
+    targets, rounds = numbers(args.seconds, float), numbers(args.rounds, int)
+    if not targets or any(t <= 0 for t in targets) or not rounds or any(r < 1 for r in rounds):
+        parser.error("--seconds and --rounds take positive numbers")
+    rounds = rounds * len(targets) if len(rounds) == 1 else rounds
+    if len(rounds) != len(targets):
+        parser.error("--rounds takes one number, or one per --seconds")
+    started = dt.datetime.now(dt.timezone.utc)
+    result = {**run_header(started, None, args.device), "program": "tests/watch_programs/training.py",
+              "size": args.size, "targets": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = commands(os.path.join(tmp, "calls.json"), args.advice)
+        calibration = run_once([], CALIBRATION_STEPS[args.size], args, tmp)
+        per_step_s = calibration["loop_s"] / calibration["steps"]
+        result["calibration"] = calibration
+        print(f"calibration: start-up {calibration['start_up_s']:.2f} s, {per_step_s * 1e3:.1f} ms a step "
+              f"(evaluations included)", flush=True)
+        for target, count in zip(targets, rounds):
+            steps = max(3, round((target - calibration["start_up_s"]) / per_step_s))
+            runs: dict[str, list[dict]] = {name: [] for name in variants}
+            for r in range(count):
+                order = list(variants) if r % 2 == 0 else list(variants)[::-1]
+                for name in order:
+                    got = run_once(variants[name], steps, args, tmp)
+                    runs[name].append({"round": r, **got})
+                    extra = (f", {got['windows']} windows costing {got['windows_cost_s']:.2f} s"
+                             if "windows" in got else "")
+                    print(f"~{target:g} s, round {r}: {name}: {got['wall_s']:.2f} s wall, {got['program_s']:.2f} s "
+                          f"in the program, median step {got['median_step_ms']:.2f} ms{extra}", flush=True)
+            summary = summarise(runs)
+            print(table(target, steps, summary), flush=True)
+            result["targets"].append({"seconds": target, "steps": steps, "rounds": count, "summary": summary,
+                                      "runs": runs})
+    write_result(result, args.json, f"watch-program-cost-{args.device.split(':')[0]}-{started.date()}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+# On the GPU machine (repo root, carrying .whl and .tfw; scripts/gpu/gpu-env.sh says how): packed attention for padded
+# batches (issue 40). PART=lab: report --padding 0.25 and 0.6 and sweep --padding on a Llama-sized workload;
+# PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
+# --report (the advice and its saving), then the same program with the advised code applied by hand
+# (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=all (default): all three.
+# Writes logs and results under $OUT/r and $OUT/res.tgz.
+OUT=${OUT:-$PWD/gpu-check-out}
+source scripts/gpu/gpu-env.sh
+PART=${PART:-all}
+SEQ=${SEQ:-1024}
+DTYPE=${DTYPE:-bfloat16}
+lab() {
+  for pad in 0.25 0.6; do
+    echo "=== report --padding $pad [8, 16, $SEQ, 128] bf16 fwd+bwd"
+    timeout 300 python3 -m sdpa_tui report --padding $pad --batch 8 --heads 16 --kv-heads 4 --seq $SEQ --head-dim 128 \
+      --dtype bf16 --direction fwd+bwd --json $OUT/r/report-padding-$pad.json --markdown $OUT/r/report-padding-$pad.md
+  done
+  echo "=== sweep --padding [8, 16, $SEQ, 128] bf16 fwd+bwd"
+  timeout 400 python3 -m sdpa_tui sweep --padding 0,0.1,0.25,0.4,0.6,0.8 --seq $SEQ --batch 8 --heads 16 --kv-heads 4 \
+    --head-dim 128 --dtype bf16 --direction fwd+bwd --json $OUT/r/sweep-padding.json
+}
+watched() {
+  for pad in ${PADS:-0.25 0.6}; do
+    echo "=== watch: the Llama on a batch padded $pad (SDPA)"
+    timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} ${WATCH_FLAGS:-} -- \
+      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad
+    echo "=== the same program, the advised code applied by hand, watched again"
+    timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-packed-$pad.json --advice-budget 30 -- \
+      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/watch-padded-$pad.json \
+      --json $OUT/r/realised-$pad.json
+    python3 - "$OUT/r/realised-$pad.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except OSError:
+    sys.exit("no result: the advised program did not run (see above)")
+ratio = r["realised_over_promised"]
+print(f"padding {r['padding']:.0%}: promised {r['promised_us_per_step']:.0f} µs a step ({r['promised_clock']} clock), "
+      f"realised {r['realised_us_per_step']:.0f} µs ({ratio:.2f} of the promise: "
+      f"{'within' if ratio is not None and abs(ratio - 1) <= 0.10 else 'NOT within'} 10 %); "
+      f"real tokens' logits max rel diff {r['logits_max_rel_diff_real_tokens']:.1e}")
+PY
+  done
+}
+{
+nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
+case $PART in
+  lab) lab ;;
+  watch) watched ;;
+  tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
+  all) lab; watched; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
+esac
+} 2>&1 | tee $OUT/r/log-varlen-$PART.txt
+tar czf $OUT/res.tgz -C $OUT r
