@@ -76,7 +76,7 @@ class SdpaApp(App):
     :meth:`lab_started` and :meth:`lab_stopping`."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
-    """The lab's stylesheet beside this file, for the subclasses too (``watch/watch_app.py``'s): Textual reads a
+    """The lab's stylesheet beside this file, for the subclasses too (``ui/watch/watch_app.py``'s): Textual reads a
     relative path from the folder of the running app's own class."""
     TITLE = "sdpa-tui"
     BINDINGS = [

@@ -117,7 +117,7 @@ class OfferedCode:
 @dataclass(frozen=True)
 class CodesToCheck:
     """The codes offered for one call and what they run on: inputs of the lab ``workload`` (the call's shapes and
-    dtype) on ``device``, the call's arguments (``signature``) and its mask's form (``core/mask_forms``; "": not
+    dtype) on ``device``, the call's arguments (``signature``) and its mask's form (``core/calls/mask_forms``; "": not
     read, any mask of the call's kind)."""
 
     workload: Workload

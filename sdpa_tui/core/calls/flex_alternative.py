@@ -2,7 +2,7 @@
 call's own mask, and the code a user would write to get it. That code is the one source: :func:`flex_spec` writes it,
 the measuring child process (``engine/costs/flex_cost.py``) runs exactly that text on inputs of the call's shapes and mask
 form, compares its output with SDPA's call there within the dtype's tolerance (no answer where it differs), and times
-it; the advice shows the same text. A mask that no ``mask_mod`` here expresses (``core/mask_forms.OTHER``) gets no
+it; the advice shows the same text. A mask that no ``mask_mod`` here expresses (``core/calls/mask_forms.OTHER``) gets no
 FlexAttention code at all.
 
 Pure: the measurement comes as a :class:`FlexCost` (samples per clock, so the advice's noise rule applies to it as to
@@ -28,7 +28,7 @@ VARIANT = "flex_attention"
 @dataclass(frozen=True)
 class FlexSpec:
     """What to run and measure: ``code`` (:func:`flex_code`) at the lab workload of a call signature (its shapes), on
-    its device, with a mask of the call's form (``core/mask_forms``)."""
+    its device, with a mask of the call's form (``core/calls/mask_forms``)."""
 
     workload: Workload
     device: str

@@ -1,4 +1,4 @@
-"""What a call's attention mask is, read once at a signature's first call (``watch/choice.mask_form``): the forms an
+"""What a call's attention mask is, read once at a signature's first call (``watch/probe/explain/choice.mask_form``): the forms an
 alternative can express with a ``mask_mod`` of its own (FlexAttention), and ``other`` for any mask it cannot."""
 
 from __future__ import annotations

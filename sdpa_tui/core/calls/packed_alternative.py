@@ -6,7 +6,7 @@ tensors (``torch.nested``, ``layout=torch.jagged``). The code written here is th
 output against the call's SDPA output on the real rows (the padded rows' outputs are thrown away by the program), and
 times all of it, the packing and unpacking included; the advice shows the same text.
 
-Which calls: a key-padding mask, or causal and key padding (``core/mask_forms``), of self-attention (queries and
+Which calls: a key-padding mask, or causal and key padding (``core/calls/mask_forms``), of self-attention (queries and
 keys of one length: the query rows kept are the keys kept). The kept keys need not be a prefix: right padding, left
 padding and holes are packed alike (the order of the kept tokens is kept, so causal stays causal). The real lengths
 are those the probe read from the call's mask on sampled calls (``core/padded_lengths``).

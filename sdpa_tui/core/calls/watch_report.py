@@ -106,7 +106,7 @@ class CallRow:
     sites: tuple[tuple[str, int], ...] = ()  # every call site and its calls, the busiest first
     sites_sampled: bool = False  # the per-site counts are estimated from sampled calls
     contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
-    mask_form: str = ""  # its mask as core/mask_forms names it, read at the first call ("": not read)
+    mask_form: str = ""  # its mask as core/calls/mask_forms names it, read at the first call ("": not read)
     lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
 
     @property

@@ -138,7 +138,7 @@ class CallStats:
     sites: dict[str, int] = field(default_factory=dict)
     sites_sampled: bool = False
     contended_calls: int = 0  # made while the host was busy beyond the program (counted by the parent, not sent)
-    mask_form: str = ""  # the first call's mask, as core/mask_forms names it ("": not read)
+    mask_form: str = ""  # the first call's mask, as core/calls/mask_forms names it ("": not read)
     # key-padding masks: the real lengths of sampled calls' batches, each as a histogram (length -> sequences)
     lengths: list[dict[int, int]] = field(default_factory=list)
 

@@ -6,8 +6,8 @@ random q, k, v; the mask as the graph had it (its shape and strides: an expanded
 keys kept; then ``torch.compile`` of one SDPA call with those arguments (Inductor, as the graph), and the eager
 call as the twin makes it (its own mask, ``None`` for none). Clock: on a GPU, the GPU's own work per call (the
 summed durations of the kernels, memsets and copies torch.profiler records over a few calls, as watch's kernel
-time); on the CPU, the host's time per call (median of repeats). Forward, and forward+backward where autograd
-recorded the call. The compiled call alone is not the graph: the graph may fuse its neighbours into it.
+time); on the CPU, the host's time per call (median of repeats), with the engine's threads (``cpu_threads``).
+Forward, and forward+backward where autograd recorded the call. The compiled call alone is not the graph: the graph may fuse its neighbours into it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core.calls.compiled_twins import CompiledCost, CostSpec
+from ..measuring import cpu_threads
 from ..measuring.environment import make_current
 
 CALLS = 5
@@ -77,6 +78,8 @@ def _per_call_us(fn, backward: bool, grad: torch.Tensor, cuda: bool) -> float:
 def measure(spec: CostSpec) -> CompiledCost:
     cuda = spec.device.startswith("cuda")
     make_current(torch.device(spec.device))
+    if not cuda:  # the engine's rule on the CPU: with every core's thread, a busy 2-core VM read the compiled
+        cpu_threads.leave_a_core()  # forward anywhere from 0.5 to 60 ms a call (test_compiled_twins)
     q, k, v = _inputs(spec)
     grad = torch.randn_like(q)
     graph_mask = _mask(spec.mask, spec.mask_shape, spec.mask_strides, spec.device)

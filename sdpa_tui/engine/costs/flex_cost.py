@@ -4,7 +4,7 @@ and its output found equal to the call's.
 ``python -m sdpa_tui.engine.costs.flex_cost`` reads ``{"specs": [FlexSpec, ...]}`` as JSON on stdin and writes one JSON
 line per spec on stdout, in order: ``{"cost": FlexCost}``, or ``{"error": "..."}`` where that workload could not be
 measured or the code's output differed from SDPA's. The inputs are the lab's own (``calls.Inputs``: the same Q, K, V
-and output gradient as the SDPA backends were measured on) with a mask of the call's form (``core/mask_forms``: key
+and output gradient as the SDPA backends were measured on) with a mask of the call's form (``core/calls/mask_forms``: key
 padding read from the lab's [batch, kv_len] mask, which pads the last eighth of the keys; causal key padding, that
 and the causal triangle). The spec's code, the text the advice shows, is executed as it is: its lines but the last
 once (they compile FlexAttention and build the block mask), its last line, the call, once to compare its output with

@@ -1,5 +1,5 @@
 """``watch``'s advice, measured after the watched program exited: each signature's lab workload measured with every
-backend forced (one engine process per device, ``engine/headless.measure_series``), turned into advice
+backend forced (one engine process per device, ``engine/host/headless.measure_series``), turned into advice
 (``core/calls/advice.py``). Every code the advice may offer (``core/calls/call_code.py``) is run against its call
 first (``engine/costs/code_check.py``, one process for the run): a rewrite whose code does not give the call's output
 is not measured, a backend switch that does not is never advised, and the note says why. Given to

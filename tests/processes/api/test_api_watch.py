@@ -14,6 +14,10 @@ import pytest
 from support.paths import PROGRAMS, REPO
 from support.waiting import wait_until
 
+from sdpa_tui.commands.exit_codes import EXIT_SLOWER
+
+EXIT_OK = 0
+
 pytestmark = pytest.mark.torch_range
 
 ROOT = REPO
@@ -72,9 +76,10 @@ def test_compare_reads_the_blocks_json_against_the_commands(shapes_both_ways, tm
     _, by_command, _, by_api = shapes_both_ways
     (tmp_path / "a.json").write_text(json.dumps(by_command))
     (tmp_path / "b.json").write_text(json.dumps(by_api))
-    proc = run("-m", "sdpa_tui", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json",
-               "--threshold", "10000%")
-    assert proc.returncode == 0, proc.stderr
+    proc = run("-m", "sdpa_tui", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json")
+    # read and matched call by call: 0, or 1 where a host time of this loaded CPU swung past the threshold (times
+    # per call here moved by over 100x between two runs); never 2 (not a report) or 3 (nothing comparable)
+    assert proc.returncode in (EXIT_OK, EXIT_SLOWER), proc.stderr
     calls = json.loads(proc.stdout)["calls"]
     assert len(calls) == 5 and all(c["count"][0] == c["count"][1] for c in calls)
 

@@ -161,7 +161,7 @@ def mask_is_causal(mask, q, k) -> bool:
 
 
 def mask_form(mask, q, k, causal: bool) -> str:
-    """The call's mask as ``core/mask_forms`` names it: a mask that keeps the same keys for every query row is key
+    """The call's mask as ``core/calls/mask_forms`` names it: a mask that keeps the same keys for every query row is key
     padding; one equal to that and the causal triangle (top-left, as ``is_causal``) is causal key padding; a float
     mask counts as keeping where it is 0 and masking where it is -inf or at its dtype's lowest (transformers'); one
     that differs between heads, or holds other values (a bias), is ``other``. Read once, at a signature's first
