@@ -3,13 +3,14 @@
 # compile, FlexAttention) against another torch, in a venv of its own. torch comes from PyPI (a CUDA build, about
 # 5 GB: CI reaches PyPI and no other index), or from the index TORCH_INDEX names (PyTorch's CPU wheel index, for
 # one, about 200 MB a build, where a machine reaches it):
-#   bash scripts/install/torch_range.sh floor             # the oldest torch pyproject.toml allows (CI, after the README's
-#                                                 # test command)
-#   bash scripts/install/torch_range.sh newest            # the newest torch on the index (CI too): a
-#                                                 # pip constraints file that caps torch is set aside for this venv
-#   bash scripts/install/torch_range.sh 2.11.0            # a given release
-#   bash scripts/install/torch_range.sh 2.11.0 tests/processes/watch/test_watch_cpu.py   # other tests than the marker's: pytest's arguments
-#   bash scripts/install/torch_range.sh 2.11.0 tests                     # the whole suite
+#   bash scripts/install/torch_range.sh floor      # the oldest torch pyproject.toml allows (CI, after the
+#                                                 # README's test command)
+#   bash scripts/install/torch_range.sh newest     # the newest torch on the index (CI too): a pip constraints
+#                                                 # file that caps torch is set aside for this venv
+#   bash scripts/install/torch_range.sh 2.11.0     # a given release
+#   bash scripts/install/torch_range.sh 2.11.0 tests/processes/watch/test_watch_cpu.py   # other tests: pytest's
+#                                                 # arguments
+#   bash scripts/install/torch_range.sh 2.11.0 tests   # the whole suite
 # The venv goes to ${VENV:-/tmp/sdpa-tui-torch-VERSION} and is kept for the next run; the project is installed
 # into it editable from here.
 set -euo pipefail
