@@ -61,7 +61,7 @@ def measure(
                 raise EngineFailed(f"the engine process ended: {message}")
             now = time.monotonic()
             measured = session.enabled  # with the legacy API, torch may leave more on than asked
-            done = sum(_finished(session, b) for b in measured)
+            done = sum(backend_finished(session, b) for b in measured)
             if on_progress:
                 on_progress(Progress(now - start, ready_at is not None, done, len(measured), _status(session, measured)))
             peak = workload.dtype in session.peaks or not any(s.status == Status.OK for s in session.backends.values())
@@ -85,7 +85,9 @@ def _wants_gpu_clock(state: BackendState) -> bool:
     return state.gpu_method in GPU_CLOCK_METHODS and len(state.gpu) < MIN_SAMPLES
 
 
-def _finished(session: Session, backend: Backend) -> bool:
+def backend_finished(session: Session, backend: Backend) -> bool:
+    """The backend has its verdict, and if it runs, its samples (timed apart from the profiler's start), its kernels
+    and, on a GPU, its GPU/call samples."""
     state = session.backends[backend]
     if state.status in (Status.NOT_ELIGIBLE, Status.ERROR, Status.OOM):
         return True
@@ -93,7 +95,7 @@ def _finished(session: Session, backend: Backend) -> bool:
             and not _wants_gpu_clock(state))
 
 
-def _wants(session: Session, backend: Backend) -> str:
+def still_wanted(session: Session, backend: Backend) -> str:
     """What an unfinished backend still waits for, in words."""
     state = session.backends[backend]
     if state.status != Status.OK:
@@ -111,7 +113,7 @@ def _wants(session: Session, backend: Backend) -> str:
 def _status(session: Session, enabled: tuple[Backend, ...]) -> str:
     if session.environment is None:
         return "starting the engine (importing torch)"
-    waiting = [f"{b.label} ({_wants(session, b)})" for b in enabled if not _finished(session, b)]
+    waiting = [f"{b.label} ({still_wanted(session, b)})" for b in enabled if not backend_finished(session, b)]
     return f"measuring {'; '.join(waiting)}" if waiting else "measuring"
 
 
@@ -121,7 +123,7 @@ def _any_numbers(session: Session) -> bool:
 
 def _shortfall(session: Session, timeout_s: float) -> str:
     """The note of a result whose time ran out: which backends are short of what."""
-    short = [f"{b.label}: {_wants(session, b)}" for b in session.enabled if not _finished(session, b)]
+    short = [f"{b.label}: {still_wanted(session, b)}" for b in session.enabled if not backend_finished(session, b)]
     return (f"time was up after {timeout_s:.0f} s: few samples ({'; '.join(short) or 'none short'}); "
             "these numbers rest on fewer timings than a full result")
 
@@ -178,7 +180,7 @@ def measure_series(
         if on_progress is None:
             return
         measured = session.enabled
-        done = sum(_finished(session, b) for b in measured) if ready else 0
+        done = sum(backend_finished(session, b) for b in measured) if ready else 0
         text = _status(session, measured)
         on_progress(SeriesProgress(time.monotonic() - since, ready, done, len(measured), text,
                                    index, count, workloads[index]))
@@ -220,7 +222,7 @@ def measure_series(
                 report(index, session, configured_at, True)
                 now = time.monotonic()
                 measured = session.enabled  # with the legacy API, torch may leave more on than asked
-                done = sum(_finished(session, b) for b in measured)
+                done = sum(backend_finished(session, b) for b in measured)
                 late = deadline is not None and now >= deadline
                 over = now - deadline if deadline is not None else 0.0
                 if complete_at is None and session.dispatch and done == len(measured):

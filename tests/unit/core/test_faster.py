@@ -225,32 +225,3 @@ def test_a_headless_run_keeps_enough_samples_for_a_claim():
     from sdpa_tui.engine.host import headless
 
     assert headless.MIN_SAMPLES >= MIN_SAMPLES  # report and sweep wait for this many per backend
-
-
-
-def _measured(gpu_samples: int, method: str):
-    """A MATH row with 5 eager timings and kernels, ``gpu_samples`` of them with a GPU/call time."""
-    from sdpa_tui.core.lab.session import Session
-    from sdpa_tui.core.protocol.records import BackendStatus, KernelCapture, Sample
-    from sdpa_tui.core.workload import Workload
-
-    session = Session(Workload(), (Backend.MATH,))
-    cid = session.config_id
-    session.apply(BackendStatus(cid, Backend.MATH, "ok"))
-    session.apply(KernelCapture(cid, Backend.MATH, (), (10.0,), None, 0.0))
-    for i in range(5):
-        session.apply(Sample(cid, Backend.MATH, 10.0 if i < gpu_samples else None, 11.0, method, 10, 0.0))
-    return session
-
-
-def test_a_headless_run_on_a_gpu_waits_for_enough_gpu_clock_samples_too():
-    """The GPU/call clock starts at a backend's second slice: a 1-s measurement (watch's advice) stopped at 5 eager
-    timings had 4 GPU/call ones, and an fp32 call padded to Mem-efficient at half MATH's time was not advised."""
-    from sdpa_tui.engine.host import headless
-
-    assert headless.MIN_SAMPLES == 5
-    short = _measured(4, "graph")
-    assert not headless._finished(short, Backend.MATH), "one GPU/call sample short"
-    assert headless._wants(short, Backend.MATH) == "4/5 GPU/call timings"
-    assert headless._finished(_measured(5, "graph"), Backend.MATH)
-    assert headless._finished(_measured(0, "none"), Backend.MATH), "the CPU has no GPU clock to wait for"
