@@ -80,7 +80,7 @@ class BackendState:
         if profiler_starting:
             if len(self.eager) == self.eager_provisional:  # nothing better yet: the first numbers on screen
                 self.eager.add(eager_us)
-                self.eager_provisional += 1
+                self.eager_provisional = len(self.eager)  # all of them (the window keeps its last values only)
             return
         if self.eager_provisional:  # every value in the window is provisional (the rule above)
             self.eager.clear()

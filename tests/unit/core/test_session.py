@@ -288,6 +288,15 @@ def test_eager_samples_beside_the_profiler_start_stand_in_until_one_taken_apart_
     assert state.eager.summary().median == pytest.approx(255.0)
     assert [h.eager_us for h in state.history] == [400.0, 420.0, 250.0, 260.0, 900.0]
     assert [h.conditions for h in state.history] == ["profiler-starting"] * 2 + [""] * 2 + ["profiler-starting"]
+    # a profiler start longer than the window holds: its last values shown, every one provisional
+    fresh = configured()
+    fresh.apply(BackendStatus(fresh.config_id, Backend.MATH, "ok"))
+    slow = fresh.backends[Backend.MATH]
+    for i in range(60):
+        assert fresh.apply(Sample(fresh.config_id, Backend.MATH, None, 400.0 + i, "none", 1, float(i),
+                                  profiler_starting=True))
+    assert len(slow.eager) == slow.eager_provisional == 50 and slow.eager_settled == 0
+    assert slow.eager.values()[-1] == 459.0
     session.set_workload(Workload(seq=256))  # a new workload starts clean
     assert len(state.eager) == 0 and state.eager_provisional == 0
 
