@@ -57,6 +57,8 @@ class TimingSlices(BackendRuns):
                     if self._profile(run) is not None:  # a slice of its own (None: not ready yet)
                         return
                 gpu_us, graph_calls = None, 0
+                # the profiler process starting beside this slice (a process is started only between slices): its
+                # eager time stands in only until one timed apart from it comes (``BackendState.add_eager``)
                 profiler_starting = self.profiler is not None and self.profiler.starting
                 if kind is SliceKind.GRAPH:  # the first number was eager: on screen without a capture
                     self._capture_graph(run)
@@ -88,9 +90,6 @@ class TimingSlices(BackendRuns):
         # device time of the slice: every timed call at its GPU time (eager on the CPU)
         busy_s = ((gpu_us or 0.0) * graph_calls + (gpu_us or eager_us) * calls) / 1e6
         sm_mhz = clocks.sm_clock_mhz(self.device) if gpu_us is not None else None
-        # the profiler process's start beside this slice (at its start or by its end): its eager time stands in
-        # only until one timed apart from it comes (``BackendState.add_eager``)
-        profiler_starting = profiler_starting or (self.profiler is not None and self.profiler.starting)
         self.channel.send(Sample(cid, run.backend, gpu_us, eager_us, method, calls, time.time(), busy_s, sm_mhz,
                                  profiler_starting))
         if gpu_us is not None:
