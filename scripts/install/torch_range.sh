@@ -29,8 +29,11 @@ index=(${TORCH_INDEX:+--index-url "$TORCH_INDEX"})
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if [ "$version" = newest ]; then
   # the newest release the index has, whatever a machine-wide pip constraints file caps torch at (PIP_CONSTRAINT
-  # replaces that file's setting for these two installs only)
-  export PIP_CONSTRAINT=/dev/null
+  # replaces that file's setting for these two installs only; an empty file of its own, not /dev/null, which a
+  # container may have as a regular file that something wrote to)
+  empty_constraints=$(mktemp)
+  trap 'rm -f "$empty_constraints"' EXIT
+  export PIP_CONSTRAINT=$empty_constraints
   "$venv/bin/pip" install -q --upgrade "${index[@]}" torch
 else
   "$venv/bin/pip" install -q "${index[@]}" "torch==$version"
