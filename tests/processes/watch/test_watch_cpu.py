@@ -432,8 +432,10 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     text = " ".join(proc.stdout.split())
     assert "NOT INSPECTED: 7 calls of nn.MultiheadAttention's fast path" in text
     assert "two_sites.py:24 (10 calls), :22 (6 calls)" in text
+    # the rows are ranked by time share, which a busy host can reorder: the Llama's row is found by its sites
     rows = [line for line in out if re.match(r"\d  ", line)]
-    assert len(rows) == 2 and rows[0].startswith("1  two_sites.py:24,22  ") and rows[0].endswith("%")
+    assert len(rows) == 2 and all(row.endswith("%") for row in rows), rows
+    assert sum(bool(re.match(r"[12]  two_sites\.py:24,22  ", row)) for row in rows) == 1, rows
 
 
 def test_format_json_prints_the_report_alone_on_stdout(shapes_output):
