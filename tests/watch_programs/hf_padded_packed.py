@@ -9,7 +9,8 @@ The batch: 8 sequences of ``seq`` tokens with ``padding`` of the keys padding (t
 others spread around the mean that leaves; as ``report --padding``). With ``--code-from``, the program replaces
 ``torch.nn.functional.scaled_dot_product_attention`` by a function that runs the advised code (the report's best
 ``code`` of the padded call, its text executed as it is, with ``q, k, v, attn_mask`` in scope) for calls with a
-4-d mask, and SDPA for the others; it times ``STEPS`` forward+backward steps of each way (CUDA-synchronised, the
+4-d mask, and SDPA for the others; as the code's header lines say, its once-per-batch part runs once per mask (the
+model builds one per forward and gives it to every layer) and its every-call part in every call; it times ``STEPS`` forward+backward steps of each way (CUDA-synchronised, the
 median step), compares the logits of the real tokens, and prints one JSON line: the step times, the attention
 calls per step, the saving promised (the advice's per call × the calls per step) and realised, and the logits'
 largest difference over their largest magnitude on the real tokens.
@@ -111,7 +112,21 @@ if not args.code_from:
 code, promised_per_call, clock = advised(args.code_from)
 # the code's own F: torch.nn.functional as it was, whose SDPA is not this replacement
 unpatched_F = types.SimpleNamespace(**{name: getattr(F, name) for name in dir(F) if not name.startswith("__")})
-compiled = compile(code, "<advised code>", "exec")
+
+
+def code_parts(text: str) -> tuple[str, str]:
+    """The code's imports with its once-per-batch part, and its every-call part (split at the header lines, as
+    ``sdpa_tui.core.calls.packed_alternative.code_parts``); a code without them runs whole in every call."""
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith(("# once per batch", "# every call"))]
+    if len(heads) != 2:
+        return "", text
+    return "\n".join(lines[:heads[1]]), "\n".join(lines[heads[1] + 1:])
+
+
+batch_text, call_text = code_parts(code)
+per_batch, per_call = compile(batch_text, "<advised code>", "exec"), compile(call_text, "<advised code>", "exec")
+last = {"mask": None, "scope": {}, "batches": 0}
 
 
 def packed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -120,8 +135,14 @@ def packed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     if attn_mask is None or attn_mask.dim() != 4 or dropout_p:
         return sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
                     enable_gqa=enable_gqa)
-    scope = {"torch": torch, "F": unpatched_F, "q": query, "k": key, "v": value, "attn_mask": attn_mask}
-    exec(compiled, scope)  # the advised text as it is
+    names = {"torch": torch, "F": unpatched_F, "q": query, "k": key, "v": value, "attn_mask": attn_mask}
+    mask = attn_mask if attn_mask._base is None else attn_mask._base  # transformers passes each layer a view
+    if last["mask"] is not mask:  # a new batch's mask: its once-per-batch part, kept for the other layers
+        last["mask"], last["scope"] = mask, dict(names)
+        last["batches"] += 1
+        exec(per_batch, last["scope"])  # the advised text as it is
+    scope = {**last["scope"], **names}
+    exec(per_call, scope)
     return scope["out"]
 
 
@@ -132,6 +153,7 @@ F.scaled_dot_product_attention = packed_sdpa
 calls["n"] = 0
 step()
 per_step = calls["n"]
+last["batches"] = 0
 packed_us, packed_logits = timed_steps()
 F.scaled_dot_product_attention = sdpa
 real = keep.bool()
@@ -140,7 +162,8 @@ scale_ = sdpa_logits[real].float().abs().max().item()
 result = {
     "device": torch.cuda.get_device_name() if device != "cpu" else "cpu", "torch": torch.__version__,
     "dtype": args.dtype, "seq": seq, "padding": args.padding, "lengths": lengths,
-    "attention_calls_per_step": per_step, "step_us_sdpa": sdpa_us, "step_us_packed": packed_us,
+    "attention_calls_per_step": per_step, "once_per_batch_runs": last["batches"], "steps": WARMUP + STEPS,
+    "step_us_sdpa": sdpa_us, "step_us_packed": packed_us,
     "promised_us_per_call": promised_per_call, "promised_clock": clock,
     "promised_us_per_step": promised_per_call * per_step, "realised_us_per_step": sdpa_us - packed_us,
     "realised_over_promised": (sdpa_us - packed_us) / (promised_per_call * per_step) if promised_per_call else None,

@@ -40,11 +40,14 @@ class Alternative:
     leaves_sdpa: bool = False
     exact: bool = True  # False: the change alters the numerics (a lower precision); listed, never advised as best
     first_call_s: float | None = None  # what its first call of a shape costs once, apart (FlexAttention compiles)
+    per_batch_us: float | None = None  # packed attention: its once-per-batch part, a share of it in each clock above
+    calls_per_batch: int = 1  # the calls that share that part (one per module on the batch's mask)
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
                 "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
-                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s}
+                "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s,
+                "per_batch_us": self.per_batch_us, "calls_per_batch": self.calls_per_batch}
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,8 @@ def run_advice(items: Iterable[tuple[str, int, SignatureAdvice]]) -> RunAdvice:
         if saving is not None and advice.best is not None:
             savings.append({"signature": what, "count": count, "from": advice.current, "to": advice.best.backend,
                             "variant": advice.best.variant,
-                            "saving_us_per_call": saving, "saving_us": saving * count, "code": advice.best.code})
+                            "saving_us_per_call": saving, "saving_us": saving * count, "code": advice.best.code,
+                            "per_batch_us": advice.best.per_batch_us, "calls_per_batch": advice.best.calls_per_batch})
     savings.sort(key=lambda s: -s["saving_us"])
     out.saving_us = sum(s["saving_us"] for s in savings)
     out.top = savings[:TOP]

@@ -11,9 +11,15 @@ keys of one length: the query rows kept are the keys kept). The kept keys need n
 padding and holes are packed alike (the order of the kept tokens is kept, so causal stays causal). The real lengths
 are those the probe read from the call's mask on sampled calls (``core/padded_lengths``).
 
-Pure: the measurement comes back as a :class:`~.flex_alternative.FlexCost` (the same clocks and samples; its
-``compile_s`` is the first call's time here, not shown), made a :class:`~.advice.Measured` by
-:func:`packed_alternative`.
+The code has two parts, each under its header line: what is done once per batch (the real tokens' indices and
+lengths, read from the mask: two waits for the GPU) and what every call does (gather the real tokens, attend, scatter
+back: no wait, so a CUDA graph can capture it). A transformer builds one mask per forward and passes it to every
+layer, so the first part is paid once for the calls of all of them: the advice counts its cost once per
+``calls_per_batch`` calls (the call's modules, one call each per forward), and says so.
+
+Pure: the measurement comes back as a :class:`PackedCost` (the per-call part on the lab's clocks, as
+:class:`~.flex_alternative.FlexCost`, its ``compile_s`` the first call's time here, not shown; the once-per-batch
+part's host time apart), made a :class:`~.advice.Measured` by :func:`packed_alternative`.
 """
 
 from __future__ import annotations
@@ -43,13 +49,65 @@ WINDOW_SINCE = (2, 11)
 KEYWORDS_SINCE = (2, 12)
 """``varlen_attn`` takes ``scale`` and ``enable_gqa`` from torch 2.12 on (2.11 raised TypeError on ``enable_gqa``)."""
 NEEDS_CUDA = "varlen_attn runs on CUDA only (Flash's kernel; torch on the CPU raises NotImplementedError)"
+ONCE_PER_BATCH = ("# once per batch (every layer's call gets the same mask: run this where the mask is made, "
+                  "and keep its names)")
+EVERY_CALL = "# every call: the real tokens gathered, attended, scattered back"
+"""The header lines of the code's two parts (:func:`code_parts` splits the text at them)."""
+
+
+@dataclass(frozen=True)
+class CodeParts:
+    """A packed code's three parts as text: its imports, what runs once per batch, what runs in every call."""
+
+    imports: str
+    per_batch: str
+    per_call: str
+
+
+def code_parts(code: str) -> CodeParts:
+    """The code split at its header lines (:data:`ONCE_PER_BATCH`, :data:`EVERY_CALL`); ``ValueError`` where a header
+    is missing."""
+    lines = code.splitlines()
+    try:
+        batch, call = lines.index(ONCE_PER_BATCH), lines.index(EVERY_CALL)
+    except ValueError:
+        raise ValueError("packed code without its 'once per batch' and 'every call' header lines") from None
+    return CodeParts("\n".join(lines[:batch]), "\n".join(lines[batch + 1:call]), "\n".join(lines[call + 1:]))
+
+
+@dataclass(frozen=True)
+class PackedCost(FlexCost):
+    """A packed code's cost: the every-call part on the lab's clocks (:class:`FlexCost`'s fields, the once-per-batch
+    part run before), and the once-per-batch part's host time per batch (``batch_eager_us``, samples: its waits for
+    the GPU included, which stand for its cost on both clocks, since the GPU idles while the host waits) and its GPU
+    work (``batch_kernel_us``)."""
+
+    batch_eager_us: tuple[float, ...] = ()
+    batch_kernel_us: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "batch_eager_us": list(self.batch_eager_us),
+                "batch_kernel_us": self.batch_kernel_us}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PackedCost":
+        flex = FlexCost.from_dict(d)
+        return cls(**{f: getattr(flex, f) for f in flex.__dataclass_fields__},
+                   batch_eager_us=tuple(d.get("batch_eager_us") or ()), batch_kernel_us=d.get("batch_kernel_us"))
+
+    @property
+    def batch_us(self) -> float | None:
+        """The once-per-batch part's host time (median), or None where it was not timed."""
+        summary = Summary.of(self.batch_eager_us)
+        return summary.median if summary else None
 
 
 @dataclass(frozen=True)
 class PackedSpec:
     """What to run and measure: the codes (by name, :data:`VARLEN` and :data:`NESTED`) at the lab workload of a call
     (its shapes, with ``lengths``: the real lengths of one of its sampled batches), on its device, with a mask of the
-    call's form and kind as the call passed it (``mask``: "bool" or "float"; ``mask_dims``)."""
+    call's form and kind as the call passed it (``mask``: "bool" or "float"; ``mask_dims``); ``calls_per_batch``:
+    the calls that share one mask, over which the once-per-batch part's cost is spread."""
 
     workload: Workload
     device: str
@@ -58,21 +116,23 @@ class PackedSpec:
     mask_dims: int
     scale: float | None
     codes: tuple[tuple[str, str], ...]
+    calls_per_batch: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"workload": asdict(self.workload), "device": self.device, "mask_form": self.mask_form,
                 "mask": self.mask, "mask_dims": self.mask_dims, "scale": self.scale,
-                "codes": [list(c) for c in self.codes]}
+                "codes": [list(c) for c in self.codes], "calls_per_batch": self.calls_per_batch}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PackedSpec":
         return cls(Workload.from_dict(d["workload"]), d["device"], d["mask_form"], d["mask"], int(d["mask_dims"]),
-                   d.get("scale"), tuple((str(n), str(c)) for n, c in d["codes"]))
+                   d.get("scale"), tuple((str(n), str(c)) for n, c in d["codes"]), int(d.get("calls_per_batch", 1)))
 
 
-def packed_spec(workload: Workload, signature: CallSignature, mask_form: str,
-                lengths: tuple[int, ...]) -> PackedSpec | str | None:
-    """The spec of a padded call, why packing is not offered for it, or None where the call is not padded."""
+def packed_spec(workload: Workload, signature: CallSignature, mask_form: str, lengths: tuple[int, ...],
+                calls_per_batch: int = 1) -> PackedSpec | str | None:
+    """The spec of a padded call, why packing is not offered for it, or None where the call is not padded;
+    ``calls_per_batch``: the modules that make the call (each is one call per forward on the batch's one mask)."""
     if mask_form not in PACKED_FORMS:
         return None
     if workload.seq != workload.kv_seq:
@@ -89,7 +149,8 @@ def packed_spec(workload: Workload, signature: CallSignature, mask_form: str,
         return f"its mask has {dims} dimensions: the packing here reads a [batch, heads, rows, keys] mask"
     padded = workload.with_changes(lengths=tuple(lengths))
     return PackedSpec(padded, signature.device, mask_form, signature.mask, dims, _scale(signature.scale),
-                      ((VARLEN, varlen_code(signature, mask_form)), (NESTED, nested_code(signature, mask_form))))
+                      ((VARLEN, varlen_code(signature, mask_form)), (NESTED, nested_code(signature, mask_form))),
+                      max(1, calls_per_batch))
 
 
 def _scale(scale: Any) -> float | None:
@@ -102,11 +163,12 @@ def keep_line(signature: CallSignature) -> str:
     row = "attn_mask[:, 0, -1]"
     if signature.mask == "float":
         row = f"({row} == 0)"
-    return (f"keep = {row}.expand(q.shape[0], -1)  # [batch, length]: True at the real tokens (one batch's; "
-            "the same for every layer)")
+    return f"keep = {row}.expand(q.shape[0], -1)  # [batch, length]: True at the real tokens"
 
 
-REAL_TOKENS = "b, s = keep.nonzero(as_tuple=True)  # the real tokens' batch and position (waits for the GPU once)"
+REAL_TOKENS = "b, s = keep.nonzero(as_tuple=True)  # the real tokens' batch and position (waits for the GPU)"
+LENGTHS = "lengths = keep.sum(-1, dtype=torch.int32)"
+LONGEST = "longest = int(lengths.max())  # waits for the GPU"
 UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((b, s), packed).transpose(1, 2)  "
           "# zeros at the padded rows")
 
@@ -139,7 +201,7 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
     the scale are keywords from 2.12, before which key/value heads are repeated and the scale is folded into ``q``."""
     version = torch_version or installed_torch() or KEYWORDS_SINCE
     causal = mask_form == CAUSAL_KEY_PADDING
-    lines = ["from torch.nn.attention.varlen import varlen_attn", keep_line(signature), REAL_TOKENS]
+    lines = [EVERY_CALL]
     words = [("window_size=(-1, 0)" if version >= WINDOW_SINCE else "is_causal=True")] * causal
     names = ["q", "k", "v"]
     scaled = signature.scale is not None and abs(signature.scale * signature.q_shape[-1] ** 0.5 - 1) > 1e-6
@@ -154,10 +216,14 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
                          "torch 2.12 takes none: it divides by the square root of the head dim)")
             names[0] = "qs"
     return "\n".join([
-        *lines,
-        "lengths = keep.sum(-1, dtype=torch.int32)",
+        "from torch.nn.attention.varlen import varlen_attn",
+        ONCE_PER_BATCH,
+        keep_line(signature),
+        REAL_TOKENS,
+        LENGTHS,
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
-        "longest = int(lengths.max())  # waits for the GPU",
+        LONGEST,
+        *lines,
         f"packed = varlen_attn({pack(*names)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
         UNPACK,
     ])
@@ -170,12 +236,17 @@ def nested_code(signature: CallSignature, mask_form: str) -> str:
     words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
     k, v = ("kr", "vr") if signature.gqa else ("k", "v")
     return "\n".join([
+        ONCE_PER_BATCH,
         keep_line(signature),
         REAL_TOKENS,
+        LENGTHS,
+        "offsets = F.pad(lengths.cumsum(0), (1, 0))",
+        LONGEST,
+        "shortest = int(lengths.min())",
+        EVERY_CALL,
         *[REPEAT_KV] * signature.gqa,
-        "offsets = F.pad(keep.sum(-1).cumsum(0), (1, 0))",
-        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[b, s], offsets).transpose(1, 2) "
-        f"for t in (q, {k}, {v})]",
+        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[b, s], offsets, min_seqlen=shortest, "
+        f"max_seqlen=longest).transpose(1, 2) for t in (q, {k}, {v})]",
         f"packed = F.scaled_dot_product_attention(*nested{_keywords(words)}).transpose(1, 2).values()",
         UNPACK,
     ])
@@ -188,12 +259,20 @@ def refusal(device: str) -> str | None:
 
 def packed_alternative(name: str, cost: FlexCost, spec: PackedSpec) -> Measured:
     """The alternative as the advice lists it (it leaves SDPA), with its eager and GPU/call summaries for the noise
-    rule; the code is the spec's, the text the measuring ran."""
-    eager, gpu = Summary.of(cost.eager_us), Summary.of(cost.gpu_us)
+    rule: each per-call sample with the once-per-batch part's share (its host time over the spec's
+    ``calls_per_batch``) added; the code is the spec's, the text the measuring ran."""
+    batch_us = cost.batch_us if isinstance(cost, PackedCost) else None
+    share = (batch_us or 0.0) / spec.calls_per_batch
+    eager = Summary.of(x + share for x in cost.eager_us)
+    gpu = Summary.of(x + share for x in cost.gpu_us)
+    kernel = cost.kernel_us
+    if kernel is not None and isinstance(cost, PackedCost) and cost.batch_kernel_us is not None:
+        kernel += cost.batch_kernel_us / spec.calls_per_batch
     code = dict(spec.codes)[name]
-    alternative = Alternative(VARIANTS[name], name, cost.kernel_us, gpu.median if gpu else None,
+    alternative = Alternative(VARIANTS[name], name, kernel, gpu.median if gpu else None,
                               eager.median if eager else None, cost.error, cost.peak_mib, code,
-                              leaves_sdpa=True)  # its first call compiles nothing: not said apart
+                              leaves_sdpa=True,  # its first call compiles nothing: not said apart
+                              per_batch_us=batch_us, calls_per_batch=spec.calls_per_batch)
     return Measured(alternative, eager, gpu)
 
 

@@ -89,6 +89,7 @@ class CallRow:
     first_call_us: float | None = None
     backward: BackwardRow | None = None
     modules: tuple[str, ...] = ()
+    module_count: int = 0  # the distinct modules seen making this call (``modules`` collapses them)
     compiled: bool = False
     count_exact: bool = True
     compiled_fn: str = ""
@@ -145,7 +146,7 @@ class CallRow:
     def report_dict(self) -> dict[str, Any]:
         s = self.signature
         return {
-            "site": self.site, "module": self.module, "modules": list(self.modules),
+            "site": self.site, "module": self.module, "modules": list(self.modules), "module_count": self.module_count,
             "q_shape": list(s.q_shape), "kv_shape": list(s.kv_shape), "dtype": s.dtype, "device": s.device,
             "mask": {"kind": s.mask, "shape": list(s.mask_shape) if s.mask_shape is not None else None,
                      "form": self.mask_form or None,
@@ -227,6 +228,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             kernels=tuple(next((st.kernels for st in stats if st.kernels), ())),
             pids=tuple(sorted({state.pid for state, _ in items})), first_call_us=max(firsts) if firsts else None,
             backward=_backward(stats), modules=tuple(collapse(m for st in stats for m in st.modules)),
+            module_count=len({m for st in stats for m in st.modules if m}),
             compiled=compiled, count_exact=all(st.count_exact for st in stats),
             compiled_fn=first.compiled_fn, eager_backend=first.eager_backend,
             mask_causal=all(st.mask_causal for st in stats), check=OutputCheck.merged(st.check for st in stats),

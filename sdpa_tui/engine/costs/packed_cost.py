@@ -3,17 +3,20 @@ its output found equal to the call's on the real rows.
 
 ``python -m sdpa_tui.engine.costs.packed_cost`` reads ``{"specs": [PackedSpec, ...]}`` as JSON on stdin and writes one
 JSON line per spec on stdout, in order: for each of its codes (``varlen_attn``'s, nested jagged SDPA's) by name,
-``{"cost": FlexCost}`` or ``{"error": "..."}`` (the API missing from this torch, a code that raised, an output that
+``{"cost": PackedCost}`` or ``{"error": "..."}`` (the API missing from this torch, a code that raised, an output that
 differs from the call's). The inputs are the lab's (``calls.Inputs``: the call's shapes and dtype) with the spec's
 lengths: the call's mask as it passed it (boolean, or float with 0 kept and the dtype's lowest masked, as
 transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, keys] with the causal triangle).
-Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports once,
-the rest (the packing, the call, the unpacking) in every call and every timed sample. Its ``out`` is held against
+Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports and its
+once-per-batch part once, its every-call part (the packing, the call, the unpacking) in every call and every timed
+sample; the once-per-batch part is timed apart (host time, its waits for the GPU included, and its kernels). Its
+``out`` is held against
 ``F.scaled_dot_product_attention`` called as the call was, on the real rows only (the padded rows' outputs are
 thrown away by the program: the code writes zeros there), within the dtype's tolerance (``OUTPUT_TOLERANCE``); the
-error is against float64 MATH on the same rows. Clocks as the lab's (``code_clocks.timed``); the code waits for the
-GPU once a call (``int(lengths.max())``), so no CUDA graph captures it: the note says so and the advice compares it
-on the eager clock. The first call's time is reported apart (``compile_s``), never in a sample.
+error is against float64 MATH on the same rows. Clocks as the lab's (``code_clocks.timed``): the every-call part
+waits for nothing, so a CUDA graph can capture it (where it cannot, the note says why and the advice compares on the
+eager clock). A capture that fails can leave the process unable to capture again, so every spec's ``varlen_attn``
+is measured before any nested tensor's. The first call's time is reported apart (``compile_s``), never in a sample.
 """
 
 from __future__ import annotations
@@ -27,15 +30,16 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ...core.calls.flex_alternative import FlexCost
 from ...core.calls.mask_forms import CAUSAL_KEY_PADDING
-from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, PackedSpec
+from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, PackedCost, PackedSpec, code_parts
 from ..measuring import cpu_threads
+from ..measuring.clocks import eager_us
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs, kept_keys
 from .call_match import DiffersFromTheCall, matched
-from .code_clocks import answer_line, timed
+from .code_clocks import SAMPLES, answer_line, timed
+from .compiled_cost import profiled_kernel_us
 
 
 def missing(name: str, device: torch.device) -> str | None:
@@ -60,14 +64,20 @@ def passed_mask(spec: PackedSpec, keep: torch.Tensor, dtype: torch.dtype) -> tup
     return kept, kept
 
 
-def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
-    """The code run as written: its imports now, the rest (pack, call, unpack) by each call of what this returns,
-    which gives its ``out``."""
-    lines = code.splitlines()
-    imports = [line for line in lines if line.startswith(("from ", "import "))]
+def _scope(code: str, names: dict[str, object]) -> dict[str, object]:
+    """``names`` with torch, F and the code's imports."""
     scope = {"torch": torch, "F": F, **names}
-    exec(compile("\n".join(imports), "<advice code>", "exec"), scope)  # noqa: S102 - the code offered, run to check it
-    body = compile("\n".join(line for line in lines if line not in imports), "<advice code>", "exec")
+    exec(compile(code_parts(code).imports, "<advice code>", "exec"), scope)  # noqa: S102 - the code offered, run to check it
+    return scope
+
+
+def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
+    """The code run as written: its imports and its once-per-batch part now, its every-call part (pack, call, unpack)
+    by each call of what this returns, which gives its ``out``."""
+    parts = code_parts(code)
+    scope = _scope(code, names)
+    exec(compile(parts.per_batch, "<advice code>", "exec"), scope)  # noqa: S102
+    body = compile(parts.per_call, "<advice code>", "exec")
 
     def out() -> torch.Tensor:
         exec(body, scope)  # noqa: S102
@@ -76,13 +86,31 @@ def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
     return out
 
 
-def measure_code(spec: PackedSpec, code: str) -> FlexCost:
+def run_batch_part(code: str, names: dict[str, object]) -> Callable[[], object]:
+    """The code's once-per-batch part, run afresh by each call of what this returns (its imports done now)."""
+    scope = _scope(code, names)
+    body = compile(code_parts(code).per_batch, "<advice code>", "exec")
+    return lambda: exec(body, dict(scope))  # noqa: S102
+
+
+def batch_clocks(code: str, names: dict[str, object], device: torch.device) -> tuple[tuple[float, ...], float | None]:
+    """The once-per-batch part's host time per run (samples, its waits for the GPU included) and, on a GPU, its
+    kernels' time."""
+    batch = run_batch_part(code, names)
+    for _ in range(3):
+        batch()
+    samples = tuple(eager_us(batch, device, 1) for _ in range(SAMPLES))
+    return samples, profiled_kernel_us(batch) if device.type == "cuda" else None
+
+
+def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     device = torch.device(spec.device)
     make_current(device)
     inputs = Inputs.make(spec.workload, device)
     keep = kept_keys(spec.workload, device)
     attn_mask, kept = passed_mask(spec, keep, inputs.q.dtype)
-    out = run_code(code, {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask})
+    names = {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask}
+    out = run_code(code, names)
     step = out
     if spec.workload.backward:
         q, k, v, grad_out = inputs.q, inputs.k, inputs.v, inputs.grad_out
@@ -103,32 +131,37 @@ def measure_code(spec: PackedSpec, code: str) -> FlexCost:
     reference = reference_output(inputs, attn_mask=kept, is_causal=False, scale=spec.scale).transpose(1, 2)[keep]
     error, _ = compare(result, reference)
     clocks = timed(step, device)
-    return FlexCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
-                    agreement)
+    batch_eager, batch_kernel = batch_clocks(code, names, device)
+    return PackedCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
+                      agreement, batch_eager, batch_kernel)
+
+
+def measure_one(spec: PackedSpec, name: str) -> dict:
+    """One of the spec's codes: ``{"cost": ...}`` or ``{"error": ...}``."""
+    device = torch.device(spec.device)
+    why = missing(name, device)
+    if why:
+        return {"error": why}
+    return answer_line(lambda c: measure_code(spec, c), dict(spec.codes)[name], (DiffersFromTheCall,))
 
 
 def measure_spec(spec: PackedSpec) -> dict[str, dict]:
     """Each of the spec's codes, by name: its cost or why it has none."""
-    device = torch.device(spec.device)
-    out = {}
-    for name, code in spec.codes:
-        why = missing(name, device)
-        out[name] = {"error": why} if why else answer_line(lambda c: measure_code(spec, c), code,
-                                                           (DiffersFromTheCall,))
-    return out
+    return {name: measure_one(spec, name) for name, _ in spec.codes}
 
 
 def main() -> int:
     specs = [PackedSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so the code is timed as the backends were
-    for spec in specs:
-        try:
-            answer = measure_spec(spec)
-        except Exception as exc:  # noqa: BLE001 - a spec that cannot be rebuilt: each code says why
-            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-            answer = {name: {"error": why} for name, _ in spec.codes}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+    answers: list[dict[str, dict]] = [{} for _ in specs]
+    names = list(dict.fromkeys(name for spec in specs for name, _ in spec.codes))
+    for name in sorted(names, key=lambda n: n != VARLEN):  # varlen_attn first: a failed capture can spoil the next
+        for spec, answer in zip(specs, answers):
+            if name in dict(spec.codes):
+                answer[name] = measure_one(spec, name)
+    for spec, answer in zip(specs, answers):  # each spec's answers in its codes' order
+        sys.stdout.write(json.dumps({name: answer[name] for name, _ in spec.codes}) + "\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -58,11 +58,17 @@ def _cell(v: Versus | None, row: PackedRow | None) -> str:
     return f"{us_number(v.ours.median)}{'' if v.clock == 'gpu' else ' e'}{' *' if v.faster else ''}"
 
 
+def _batch_cell(row: PackedRow | None) -> str:
+    batch_us = row.cost.batch_us if row is not None and row.cost is not None else None
+    return "–" if batch_us is None else us_number(batch_us)
+
+
 def padding_table(points: Sequence[PaddingPoint]) -> Group:
     base = points[0].session.workload if points else None
-    title = "packed attention against SDPA's pick on a padded batch · medians, µs (e: eager clock; *: faster beyond noise)"
+    title = ("packed attention against SDPA's pick on a padded batch · medians per call, µs (e: eager clock; "
+             "*: faster beyond noise); once/batch: varlen's once-per-batch part, which the layers on one mask share")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("padding", "lengths", "SDPA's pick", "pick µs", "varlen", "nested", "varlen saves"):
+    for name in ("padding", "lengths", "SDPA's pick", "pick µs", "varlen", "nested", "varlen saves", "once/batch"):
         table.add_column(name, justify="left" if name in ("lengths", "SDPA's pick") else "right", no_wrap=True)
     for p in points:
         w = p.session.workload
@@ -73,7 +79,7 @@ def padding_table(points: Sequence[PaddingPoint]) -> Group:
                       pick.pick.backend.label if pick else "–",
                       f"{us_number(pick.theirs.median)} {CLOCK_LABEL[pick.clock]}" if pick else "–",
                       _cell(v, rows.get(VARLEN)), _cell(n, rows.get(NESTED)),
-                      us_number(v.saving_us) if v else "–")
+                      us_number(v.saving_us) if v else "–", _batch_cell(rows.get(VARLEN)))
     lines: list = [table, Text(finding(points))]
     for p in points:
         lines += [Text(f"{p.padding:.0%}: {LABELS[r.name]} not run: {r.why}", style="dim") for r in p.packed

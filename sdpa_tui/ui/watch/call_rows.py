@@ -137,6 +137,9 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
         exact = ("" if a.exact else ", changes numerics") + (", leaves SDPA" if a.leaves_sdpa else "")
         err = f", err {a.error:.1e}" if a.error is not None else ""
         first = f", its first call {a.first_call_s:.1f} s (compiling)" if a.first_call_s is not None else ""
+        if a.per_batch_us is not None:
+            first += (f", with 1/{a.calls_per_batch} of its once-per-batch {duration(a.per_batch_us)} "
+                      f"({'one call' if a.calls_per_batch == 1 else f'{a.calls_per_batch} modules'} on one mask)")
         lines.append(f"  {name:<28} {shown:>10}{err}{exact}{first}")
     if advice.best is not None:
         saving = advice.saving_us_per_call or 0.0

@@ -142,9 +142,11 @@ def flex_costs(specs: dict[int, FlexSpec], say: Callable[[str], None], notes: li
 
 def padded_spec(row: CallRow, workload: Workload) -> PackedSpec | str | None:
     """Packed attention's spec for a padded row, on the lengths of its typical sampled batch; why not; or None (not a
-    padded call)."""
+    padded call). The once-per-batch part is spread over the row's modules: a model builds one mask per forward and
+    each of its attention modules makes one call with it."""
     histogram = typical(row.lengths, workload.kv_seq)
-    return packed_spec(workload, row.signature, call_mask_form(row), from_histogram(histogram) if histogram else ())
+    return packed_spec(workload, row.signature, call_mask_form(row), from_histogram(histogram) if histogram else (),
+                       calls_per_batch=row.module_count)
 
 
 def packed_costs(specs: dict[int, PackedSpec], say: Callable[[str], None], notes: list[str],

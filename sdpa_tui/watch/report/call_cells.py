@@ -182,8 +182,12 @@ def advice_lines(report: WatchReport) -> list[str]:
                      if run.sdpa_us else "advice:")
         for item in run.top:
             to = item["to"] if item["variant"] == "backend" else f"{item['variant']} ({item['to']})"
+            batch = ""
+            if item.get("per_batch_us") is not None:
+                batch = (f" (its once-per-batch part, {duration(item['per_batch_us'])}, counted once per "
+                         f"{item['calls_per_batch']} call(s): one per module on one mask)")
             lines.append(f"  {item['signature']}: {item['from']} → {to}, "
-                         f"{duration(item['saving_us_per_call'])} per call × {item['count']}: "
+                         f"{duration(item['saving_us_per_call'])} per call × {item['count']}{batch}: "
                          + item["code"].replace("\n", "\n      "))
     else:
         lines.append("advice: no signature has a backend faster than the one it ran, beyond noise")

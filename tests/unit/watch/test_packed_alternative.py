@@ -25,7 +25,9 @@ from sdpa_tui.core.calls.packed_alternative import (
     NEEDS_CUDA,
     NESTED,
     VARLEN,
+    PackedCost,
     PackedSpec,
+    code_parts,
     installed_torch,
     lab_spec,
     packed_alternative,
@@ -219,6 +221,46 @@ def test_the_varlen_code_packs_and_unpacks_to_the_calls_output_on_its_real_rows(
     assert len(cost.eager_us) == 15 and cost.gpu_us == () and cost.kernel_us is None
 
 
+@pytest.mark.parametrize("name", [VARLEN, NESTED])
+@pytest.mark.parametrize("gqa", [False, True])
+def test_every_call_waits_for_nothing_the_mask_is_read_once_per_batch(name, gqa):
+    """The host waits (the real tokens' indices, the longest length) are in the once-per-batch part, so a CUDA graph
+    can capture the every-call part and a model's layers on one mask pay them once."""
+    code = dict(packed_spec(workload(gqa), signature(CAUSAL_KEY_PADDING, gqa=gqa), CAUSAL_KEY_PADDING,
+                            LENGTHS).codes)[name]
+    parts = code_parts(code)
+    assert "nonzero" in parts.per_batch and "int(lengths.max())" in parts.per_batch
+    assert not any(wait in parts.per_call for wait in ("nonzero", "int(", ".item()", ".tolist()", "attn_mask"))
+    assert "packed = " in parts.per_call and parts.per_call.splitlines()[-1].startswith("out = ")
+    assert parts.imports == ("from torch.nn.attention.varlen import varlen_attn" if name == VARLEN else "")
+    with pytest.raises(ValueError, match="header"):
+        code_parts(code.replace("# every call", "# each call"))
+
+
+def test_the_once_per_batch_part_runs_once_and_is_timed_apart(varlen_on_the_cpu, monkeypatch):
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
+    q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
+    attn_mask, _ = packed_cost.passed_mask(spec, kept(), torch.float32)
+    counted = {"nonzero": 0}
+    nonzero = torch.Tensor.nonzero
+
+    def counting(self, *args, **kwargs):
+        counted["nonzero"] += 1
+        return nonzero(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "nonzero", counting)
+    out = packed_cost.run_code(dict(spec.codes)[VARLEN], {"q": q, "k": k, "v": v, "attn_mask": attn_mask})
+    first = out()
+    for _ in range(4):
+        torch.testing.assert_close(out(), first)
+    assert counted["nonzero"] == 1, "five calls on one mask read its real tokens once"
+    monkeypatch.setattr(torch.Tensor, "nonzero", nonzero)
+    cost = packed_cost.measure_code(spec, dict(spec.codes)[VARLEN])
+    assert isinstance(cost, PackedCost) and len(cost.batch_eager_us) == 15 and cost.batch_us > 0
+    assert cost.batch_kernel_us is None, "no kernels on the CPU"
+    assert PackedCost.from_dict(cost.to_dict()) == cost
+
+
 def test_the_unpacked_output_has_the_calls_shape_and_zeros_at_the_padded_rows(varlen_on_the_cpu):
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
     q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
@@ -301,6 +343,23 @@ def test_packed_attention_faster_on_the_eager_clock_is_advised_there_with_its_co
     assert backend_label(VARLEN) == "varlen_attn (packed)" and backend_label(NESTED).startswith("nested jagged")
     slower = packed_alternative(VARLEN, FlexCost((130.0, 131, 129, 130, 132, 128), (), None, 2e-7, None, 0.01), spec)
     assert advise(session, "EFFICIENT_ATTENTION", outside=[slower]).best is None
+
+
+def test_the_once_per_batch_part_is_shared_by_the_calls_on_one_mask():
+    """Its host time over the calls that share the mask (the modules) is added to every per-call sample; the advice
+    says both. A run of one module pays it in every call."""
+    cost = PackedCost((50.0, 51, 49, 50, 52, 48), (40.0, 41, 39, 40, 42, 38), 30.0, 2e-7, None, 0.01,
+                      batch_eager_us=(80.0, 79, 81, 80, 90), batch_kernel_us=16.0)  # MADE-UP samples
+    eight = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS, calls_per_batch=8)
+    packed = packed_alternative(VARLEN, cost, eight)
+    assert (packed.eager.median, packed.gpu.median, packed.alternative.us) == (60.0, 50.0, 32.0)
+    assert packed.alternative.per_batch_us == 80.0 and packed.alternative.calls_per_batch == 8
+    alone = packed_alternative(VARLEN, cost, packed_spec(workload(), signature(), KEY_PADDING, LENGTHS))
+    assert alone.gpu.median == 120.0 and alone.alternative.calls_per_batch == 1
+    session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    assert advise(session, "EFFICIENT_ATTENTION", outside=[packed]).saving_us_per_call == 50.0
+    assert advise(session, "EFFICIENT_ATTENTION", outside=[alone]).best is None, "packing in every layer: slower"
+    assert PackedSpec.from_dict(eight.to_dict()).calls_per_batch == 8
 
 
 def test_the_labs_spec_is_the_padded_workloads_key_padding_call():
