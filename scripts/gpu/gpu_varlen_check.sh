@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=all (default): all three.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu/gpu-env.sh
@@ -43,14 +43,19 @@ print(f"padding {r['padding']:.0%}: promised {r['promised_us_per_step']:.0f} µs
 PY
   done
 }
+tests() { timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
 {
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
-case $PART in
-  lab) lab ;;
-  watch) watched ;;
-  tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
-  all) lab; watched; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15 ;;
-esac
-} 2>&1 | tee $OUT/r/log-varlen-$PART.txt
+for part in $PART; do
+  case $part in
+    lab) lab ;;
+    watch) watched ;;
+    diag) echo "=== where the time goes: SDPA's padded call, the packed codes' every-call and once-per-batch parts"
+      timeout 200 python3 scripts/diagnostics/diag_packed_kernels.py $OUT/r/packed-kernels.json --seq $SEQ ;;
+    tests) tests ;;
+    all) lab; watched; tests ;;
+  esac
+done
+} 2>&1 | tee $OUT/r/log-varlen-${PART// /-}.txt
 tar czf $OUT/res.tgz -C $OUT r
