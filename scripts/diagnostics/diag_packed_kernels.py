@@ -4,8 +4,11 @@ every-call part and of its once-per-batch part (``core/calls/packed_alternative.
 torch.profiler; whether a CUDA graph captures the every-call part.
 
 Usage: python3 scripts/diagnostics/diag_packed_kernels.py OUT.json [--seq 1024] [--paddings 0.25,0.6]
+    [--layouts blhd,bhld,bhld]
 The shapes are the transformers Llama's of ``tests/watch_programs/hf_padded_packed.py`` on a GPU: [8, 16, seq, 64]
-bf16, key/value heads repeated by transformers before SDPA, a causal and key-padding boolean [8, 1, seq, seq] mask.
+bf16, key/value heads repeated by transformers before SDPA, a causal and key-padding boolean [8, 1, seq, seq] mask;
+Q, K, V laid out in memory as ``--layouts`` says (transformers': queries a transposed [b, l, h, d] tensor, keys and
+values contiguous after their heads were repeated).
 """
 
 import argparse
@@ -20,7 +23,7 @@ from sdpa_tui.core.calls.mask_forms import CAUSAL_KEY_PADDING
 from sdpa_tui.core.calls.packed_alternative import NESTED, VARLEN, packed_spec
 from sdpa_tui.core.padded_lengths import lengths_for_padding
 from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.costs.packed_cost import passed_mask, run_batch_part, run_code
+from sdpa_tui.engine.costs.packed_cost import laid_out, passed_mask, run_batch_part, run_code
 from sdpa_tui.engine.measuring.sdpa_call import Inputs, kept_keys
 
 CALLS = 20
@@ -29,6 +32,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("out")
 parser.add_argument("--seq", type=int, default=1024)
 parser.add_argument("--paddings", default="0.25,0.6")
+parser.add_argument("--layouts", default="blhd,bhld,bhld")
 args = parser.parse_args()
 device = torch.device("cuda")
 
@@ -76,6 +80,8 @@ for padding in (float(p) for p in args.paddings.split(",")):
                             (8, 1, args.seq, args.seq), grad=grad)
         spec = packed_spec(w, sig, CAUSAL_KEY_PADDING, tuple(lengths))
         inputs = Inputs.make(spec.workload, device)
+        inputs.q, inputs.k, inputs.v = (laid_out(t, lay) for t, lay in zip((inputs.q, inputs.k, inputs.v),
+                                                                           args.layouts.split(",")))
         attn_mask, _ = passed_mask(spec, kept_keys(spec.workload, device), inputs.q.dtype)
         names = {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask}
 
@@ -108,4 +114,5 @@ for padding in (float(p) for p in args.paddings.split(",")):
             print(f"  {name} once per batch: {sum(e['once_per_batch'].values()):8.1f} µs")
 with open(args.out, "w") as f:
     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "seq": args.seq,
+               "layouts": args.layouts,
                "results": results}, f, indent=1)

@@ -106,8 +106,9 @@ class PackedCost(FlexCost):
 class PackedSpec:
     """What to run and measure: the codes (by name, :data:`VARLEN` and :data:`NESTED`) at the lab workload of a call
     (its shapes, with ``lengths``: the real lengths of one of its sampled batches), on its device, with a mask of the
-    call's form and kind as the call passed it (``mask``: "bool" or "float"; ``mask_dims``); ``calls_per_batch``:
-    the calls that share one mask, over which the once-per-batch part's cost is spread."""
+    call's form and kind as the call passed it (``mask``: "bool" or "float"; ``mask_dims``) and Q, K, V laid out in
+    memory as the call's were (``layouts``, ``watched_calls.LAYOUTS``; empty: contiguous); ``calls_per_batch``: the
+    calls that share one mask, over which the once-per-batch part's cost is spread."""
 
     workload: Workload
     device: str
@@ -117,22 +118,26 @@ class PackedSpec:
     scale: float | None
     codes: tuple[tuple[str, str], ...]
     calls_per_batch: int = 1
+    layouts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"workload": asdict(self.workload), "device": self.device, "mask_form": self.mask_form,
                 "mask": self.mask, "mask_dims": self.mask_dims, "scale": self.scale,
-                "codes": [list(c) for c in self.codes], "calls_per_batch": self.calls_per_batch}
+                "codes": [list(c) for c in self.codes], "calls_per_batch": self.calls_per_batch,
+                "layouts": list(self.layouts)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PackedSpec":
         return cls(Workload.from_dict(d["workload"]), d["device"], d["mask_form"], d["mask"], int(d["mask_dims"]),
-                   d.get("scale"), tuple((str(n), str(c)) for n, c in d["codes"]), int(d.get("calls_per_batch", 1)))
+                   d.get("scale"), tuple((str(n), str(c)) for n, c in d["codes"]), int(d.get("calls_per_batch", 1)),
+                   tuple(str(x) for x in d.get("layouts") or ()))
 
 
 def packed_spec(workload: Workload, signature: CallSignature, mask_form: str, lengths: tuple[int, ...],
-                calls_per_batch: int = 1) -> PackedSpec | str | None:
+                calls_per_batch: int = 1, layouts: tuple[str, ...] = ()) -> PackedSpec | str | None:
     """The spec of a padded call, why packing is not offered for it, or None where the call is not padded;
-    ``calls_per_batch``: the modules that make the call (each is one call per forward on the batch's one mask)."""
+    ``calls_per_batch``: the modules that make the call (each is one call per forward on the batch's one mask);
+    ``layouts``: its Q, K, V in memory."""
     if mask_form not in PACKED_FORMS:
         return None
     if workload.seq != workload.kv_seq:
@@ -150,7 +155,7 @@ def packed_spec(workload: Workload, signature: CallSignature, mask_form: str, le
     padded = workload.with_changes(lengths=tuple(lengths))
     return PackedSpec(padded, signature.device, mask_form, signature.mask, dims, _scale(signature.scale),
                       ((VARLEN, varlen_code(signature, mask_form)), (NESTED, nested_code(signature, mask_form))),
-                      max(1, calls_per_batch))
+                      max(1, calls_per_batch), tuple(layouts))
 
 
 def _scale(scale: Any) -> float | None:
@@ -166,15 +171,22 @@ def keep_line(signature: CallSignature) -> str:
     return f"keep = {row}.expand(q.shape[0], -1)  # [batch, length]: True at the real tokens"
 
 
-REAL_TOKENS = "b, s = keep.nonzero(as_tuple=True)  # the real tokens' batch and position (waits for the GPU)"
+REAL_TOKENS = ("real = keep.flatten().nonzero().squeeze(1)  # the real tokens' places in [batch × length] "
+               "(waits for the GPU)")
 LENGTHS = "lengths = keep.sum(-1, dtype=torch.int32)"
 LONGEST = "longest = int(lengths.max())  # waits for the GPU"
-UNPACK = ("out = q.new_zeros(q.transpose(1, 2).shape).index_put((b, s), packed).transpose(1, 2)  "
-          "# zeros at the padded rows")
+UNPACK = ("out = packed.new_zeros(q.shape[0] * q.shape[2], *packed.shape[1:]).index_copy(0, real, packed)  "
+          "# zeros at the padded rows",
+          "out = out.unflatten(0, (q.shape[0], q.shape[2])).transpose(1, 2)  # [batch, heads, length, head dim]")
+"""The packed output scattered back by one ``index_copy`` along the tokens (its backward: one ``index_select``)."""
 
 
-def pack(q: str = "q", k: str = "k", v: str = "v") -> str:
-    return f"*(t.transpose(1, 2)[b, s] for t in ({q}, {k}, {v}))"
+def gathered(q: str = "q", k: str = "k", v: str = "v") -> str:
+    """The real tokens gathered as [tokens, heads, head dim] by ``index_select`` along the flattened batch and length
+    (a view where the tensor is a transposed [batch, length, heads, head dim]; its backward: one ``index_add``). The
+    advanced indexing ``t.transpose(1, 2)[b, s]`` took 92 µs a forward for Q, K, V on an H100 at [8, 16, 1024, 64] bf16
+    padded 60 %, and sorted its indices in the backward (scripts/diagnostics/diag_packed_kernels.py)."""
+    return f"(t.transpose(1, 2).flatten(0, 1).index_select(0, real) for t in ({q}, {k}, {v}))"
 
 
 REPEAT_KV = ("kr, vr = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))  "
@@ -224,8 +236,8 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         LONGEST,
         *lines,
-        f"packed = varlen_attn({pack(*names)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
-        UNPACK,
+        f"packed = varlen_attn(*{gathered(*names)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
+        *UNPACK,
     ])
 
 
@@ -245,10 +257,11 @@ def nested_code(signature: CallSignature, mask_form: str) -> str:
         "shortest = int(lengths.min())",
         EVERY_CALL,
         *[REPEAT_KV] * signature.gqa,
-        "nested = [torch.nested.nested_tensor_from_jagged(t.transpose(1, 2)[b, s], offsets, min_seqlen=shortest, "
-        f"max_seqlen=longest).transpose(1, 2) for t in (q, {k}, {v})]",
+        f"tokens = {gathered('q', k, v)}  # each [tokens, heads, head dim]",
+        "nested = [torch.nested.nested_tensor_from_jagged(t, offsets, min_seqlen=shortest, max_seqlen=longest)"
+        ".transpose(1, 2) for t in tokens]",
         f"packed = F.scaled_dot_product_attention(*nested{_keywords(words)}).transpose(1, 2).values()",
-        UNPACK,
+        *UNPACK,
     ])
 
 

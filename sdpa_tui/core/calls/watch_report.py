@@ -109,6 +109,7 @@ class CallRow:
     contended_calls: int = 0  # made while the host was busy beyond the program: their times read high
     mask_form: str = ""  # its mask as core/calls/mask_forms names it, read at the first call ("": not read)
     lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
+    layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (CallStats.layouts)
 
     @property
     def contended(self) -> bool:
@@ -167,6 +168,7 @@ class CallRow:
             "sites": [{"site": site, "count": n} for site, n in self.sites], "sites_sampled": self.sites_sampled,
             "contended_calls": self.contended_calls, "contended": self.contended,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
+            "layouts": list(self.layouts),
         }
 
 
@@ -238,6 +240,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             mask_strides=first.mask_strides, sites=merged_sites(stats),
             sites_sampled=any(st.sites_sampled for st in stats), contended_calls=sum(st.contended_calls for st in stats),
             mask_form=_one_form(st.mask_form for st in stats), lengths=tuple(h for st in stats for h in st.lengths),
+            layouts=first.layouts,
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)

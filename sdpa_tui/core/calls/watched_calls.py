@@ -107,6 +107,11 @@ class OutputCheck:
                    GradientCheck.merged(c.backward for c in checks))
 
 
+LAYOUTS = {"bhld": "contiguous as passed: [batch, heads, length, head dim]",
+           "blhd": "a [batch, length, heads, head dim] tensor transposed (transformers' queries)"}
+"""How the probe names a Q, K or V's place in memory (``""``: any other strides)."""
+
+
 @dataclass
 class CallStats:
     """One signature in one process: what the probe knows about it."""
@@ -141,6 +146,7 @@ class CallStats:
     mask_form: str = ""  # the first call's mask, as core/calls/mask_forms names it ("": not read)
     # key-padding masks: the real lengths of sampled calls' batches, each as a histogram (length -> sequences)
     lengths: list[dict[int, int]] = field(default_factory=list)
+    layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (LAYOUTS; "": other)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +162,7 @@ class CallStats:
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
             "contended_calls": self.contended_calls, "mask_form": self.mask_form,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
+            "layouts": list(self.layouts),
         }
 
     @classmethod
@@ -176,7 +183,7 @@ class CallStats:
             sites={str(site): int(n) for site, n in (d.get("sites") or {}).items()},
             sites_sampled=bool(d.get("sites_sampled", False)),
             contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
-            lengths=lengths_from(d.get("lengths")),
+            lengths=lengths_from(d.get("lengths")), layouts=tuple(str(x) for x in d.get("layouts") or ()),
         )
 
     def site_counts(self) -> dict[str, float]:

@@ -5,7 +5,8 @@ its output found equal to the call's on the real rows.
 JSON line per spec on stdout, in order: for each of its codes (``varlen_attn``'s, nested jagged SDPA's) by name,
 ``{"cost": PackedCost}`` or ``{"error": "..."}`` (the API missing from this torch, a code that raised, an output that
 differs from the call's). The inputs are the lab's (``calls.Inputs``: the call's shapes and dtype) with the spec's
-lengths: the call's mask as it passed it (boolean, or float with 0 kept and the dtype's lowest masked, as
+lengths, Q, K and V laid out in memory as the call's were (a gather from a transposed tensor is a view, from a
+contiguous one a copy first), and the call's mask as it passed it (boolean, or float with 0 kept and the dtype's lowest masked, as
 transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, keys] with the causal triangle).
 Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports and its
 once-per-batch part once, its every-call part (the packing, the call, the unpacking) in every call and every timed
@@ -71,6 +72,15 @@ def _scope(code: str, names: dict[str, object]) -> dict[str, object]:
     return scope
 
 
+def laid_out(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """``t`` ([batch, heads, length, head dim], contiguous) with the same values laid out in memory as ``layout``
+    says (``watched_calls.LAYOUTS``): "blhd" a transposed [batch, length, heads, head dim] tensor; a leaf as ``t``
+    was, its gradient wanted as ``t``'s."""
+    if layout != "blhd":
+        return t
+    return t.detach().transpose(1, 2).contiguous().transpose(1, 2).requires_grad_(t.requires_grad)
+
+
 def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
     """The code run as written: its imports and its once-per-batch part now, its every-call part (pack, call, unpack)
     by each call of what this returns, which gives its ``out``."""
@@ -107,6 +117,9 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     device = torch.device(spec.device)
     make_current(device)
     inputs = Inputs.make(spec.workload, device)
+    if spec.layouts:  # as the call's Q, K, V lay in memory: the gathers cost what they cost the program
+        inputs.q, inputs.k, inputs.v = (laid_out(t, layout) for t, layout in zip((inputs.q, inputs.k, inputs.v),
+                                                                                 spec.layouts))
     keep = kept_keys(spec.workload, device)
     attn_mask, kept = passed_mask(spec, keep, inputs.q.dtype)
     names = {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask}

@@ -146,7 +146,7 @@ def padded_spec(row: CallRow, workload: Workload) -> PackedSpec | str | None:
     each of its attention modules makes one call with it."""
     histogram = typical(row.lengths, workload.kv_seq)
     return packed_spec(workload, row.signature, call_mask_form(row), from_histogram(histogram) if histogram else (),
-                       calls_per_batch=row.module_count)
+                       calls_per_batch=row.module_count, layouts=row.layouts)
 
 
 def packed_costs(specs: dict[int, PackedSpec], say: Callable[[str], None], notes: list[str],

@@ -98,6 +98,7 @@ class Probe:
             self.explain(stats, flags, q, k, v, mask, dropout_p, causal, scale, gqa)
             stats.mask_causal = not causal and choice.mask_is_causal(mask, q, k)
             stats.mask_form = choice.mask_form(mask, q, k, causal)
+            stats.layouts = tuple(choice.memory_layout(t) for t in (q, k, v))
             # Torch sets its default priority order at the first choice in the process: read it after.
             stats.signature = replace(signature, priority=choice.priority_order())
             entry = self.sink.add(stats, q.device.type == "cuda")

@@ -426,6 +426,7 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     llama = next(c for c in report["calls"] if c["mask"]["kind"] == "bool")
     sites = {s["site"].rsplit(":", 1)[1]: s["count"] for s in llama["sites"]}
     assert sites == {"22": 6, "24": 10} and llama["count"] == 16 and not llama["sites_sampled"]  # 2 layers a call
+    assert llama["module_count"] == 2 and llama["layouts"][0] == "blhd", "transformers' queries: [b, l, h, d] transposed"
     (mha,) = report["uninspected"]
     assert mha["count"] == 7 and "torch._native_multi_head_attention" in mha["path"]
     assert [s.rsplit(":", 1)[1] for s in mha["sites"]] == ["26"] and mha["modules"] == ["MultiheadAttention"]

@@ -261,6 +261,27 @@ def test_the_once_per_batch_part_runs_once_and_is_timed_apart(varlen_on_the_cpu,
     assert PackedCost.from_dict(cost.to_dict()) == cost
 
 
+def test_the_call_is_measured_with_its_queries_keys_and_values_laid_out_as_the_program_had_them(varlen_on_the_cpu):
+    """transformers passes queries that are a [batch, length, heads, dim] tensor transposed and keys and values
+    repeated into contiguous ones: the probe reads that at the first call, and the packed code runs on inputs laid out
+    the same (gathering from the first is a view, from the others a copy first)."""
+    from sdpa_tui.watch.probe.explain.choice import memory_layout
+
+    q = torch.randn(B, S, H, D).transpose(1, 2)
+    k = torch.randn(B, H, S, D)
+    assert [memory_layout(t) for t in (q, k, k.transpose(2, 3), k[0])] == ["blhd", "bhld", "", ""]
+    t = torch.randn(B, H, S, D, requires_grad=True)
+    moved = packed_cost.laid_out(t, "blhd")
+    assert memory_layout(moved) == "blhd" and torch.equal(moved, t) and moved.is_leaf and moved.requires_grad
+    assert packed_cost.laid_out(t, "bhld") is t
+    spec = packed_spec(workload(), signature(grad=True), KEY_PADDING, LENGTHS, layouts=("blhd", "bhld", "bhld"))
+    assert PackedSpec.from_dict(spec.to_dict()).layouts == ("blhd", "bhld", "bhld")
+    spec = packed_spec(workload(direction="fwd+bwd"), signature(grad=True), KEY_PADDING, LENGTHS,
+                       layouts=("blhd", "bhld", "bhld"))
+    cost = packed_cost.measure_code(spec, dict(spec.codes)[VARLEN])
+    assert cost.matched < 1e-5 and cost.error < 1e-5
+
+
 def test_the_unpacked_output_has_the_calls_shape_and_zeros_at_the_padded_rows(varlen_on_the_cpu):
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
     q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
@@ -275,7 +296,7 @@ def test_the_unpacked_output_has_the_calls_shape_and_zeros_at_the_padded_rows(va
 def test_code_whose_unpacking_is_wrong_is_not_offered(varlen_on_the_cpu):
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
     code = dict(spec.codes)[VARLEN]
-    wrong = code.replace("index_put((b, s), packed)", "index_put((b.flip(0), s), packed)")
+    wrong = code.replace("index_copy(0, real, packed)", "index_copy(0, real.flip(0), packed)")
     assert wrong != code
     with pytest.raises((DiffersFromTheCall, RuntimeError)):
         packed_cost.measure_code(spec, wrong)

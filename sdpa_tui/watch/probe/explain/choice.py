@@ -190,6 +190,17 @@ def mask_form(mask, q, k, causal: bool) -> str:
         return OTHER
 
 
+def memory_layout(t) -> str:
+    """How a 4-d Q, K or V lies in memory (``core/calls/watched_calls.LAYOUTS``): "bhld" where it is contiguous as
+    passed ([batch, heads, length, head dim]), "blhd" where it is a [batch, length, heads, head dim] tensor
+    transposed (transformers' queries), "" otherwise. Strides only: no wait for the GPU."""
+    if t.dim() != 4:
+        return ""
+    if t.is_contiguous():
+        return "bhld"
+    return "blhd" if t.transpose(1, 2).is_contiguous() else ""
+
+
 def _kept(mask):
     """Where a mask keeps a key (bool), or None for a float mask with values other than 0 and masked."""
     if mask.dtype == torch.bool:

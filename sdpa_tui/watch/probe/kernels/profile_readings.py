@@ -75,7 +75,7 @@ class Entry:
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
             replace(s.check, backward=s.check.backward.copy() if s.check.backward else None), s.decomposed,
             s.mask_strides, dict(s.sites), s.sites_sampled, mask_form=s.mask_form,
-            lengths=[dict(h) for h in s.lengths],
+            lengths=[dict(h) for h in s.lengths], layouts=s.layouts,
         )
 
 
