@@ -1,6 +1,6 @@
 """Two call sites of one signature (a tiny Llama with a padding mask called from two lines), an
-nn.MultiheadAttention in eval under no_grad (its C++ fast path calls no Python SDPA) and a GQA call. Prints a
-checksum of every output."""
+nn.MultiheadAttention in eval under no_grad (its C++ fast path calls no Python SDPA), a GQA call and SDPA on jagged
+nested tensors (packed attention's way). Prints a checksum of every output."""
 
 import torch
 import torch.nn.functional as F
@@ -27,4 +27,8 @@ with torch.no_grad():
     q, kv = torch.randn(2, 8, 16, 32), torch.randn(2, 2, 16, 32)
     for _ in range(4):
         sums.append(F.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=True).double().sum().item())
+    jagged = torch.nested.nested_tensor([torch.randn(5, 8, 32), torch.randn(9, 8, 32)], layout=torch.jagged)
+    jagged = jagged.transpose(1, 2)  # [2, heads, jagged length, 32]
+    for _ in range(3):
+        sums.append(F.scaled_dot_product_attention(jagged, jagged, jagged).transpose(1, 2).values().double().sum().item())
 print(" ".join(repr(s) for s in sums))

@@ -57,7 +57,8 @@ EVERY_CALL = "# every call: the real tokens gathered, attended, scattered back"
 
 @dataclass(frozen=True)
 class CodeParts:
-    """A packed code's three parts as text: its imports, what runs once per batch, what runs in every call."""
+    """A packed code's three parts as text: its imports (and, for a call under autograd, the gather's function), what
+    runs once per batch, what runs in every call."""
 
     imports: str
     per_batch: str
@@ -181,12 +182,30 @@ UNPACK = ("out = packed.new_zeros(q.shape[0] * q.shape[2], *packed.shape[1:]).in
 """The packed output scattered back by one ``index_copy`` along the tokens (its backward: one ``index_select``)."""
 
 
-def gathered(q: str = "q", k: str = "k", v: str = "v") -> str:
-    """The real tokens gathered as [tokens, heads, head dim] by ``index_select`` along the flattened batch and length
-    (a view where the tensor is a transposed [batch, length, heads, head dim]; its backward: one ``index_add``). The
-    advanced indexing ``t.transpose(1, 2)[b, s]`` took 92 µs a forward for Q, K, V on an H100 at [8, 16, 1024, 64] bf16
-    padded 60 %, and sorted its indices in the backward (scripts/diagnostics/diag_packed_kernels.py)."""
-    return f"(t.transpose(1, 2).flatten(0, 1).index_select(0, real) for t in ({q}, {k}, {v}))"
+GATHER = '''class RealTokens(torch.autograd.Function):  # rows by index, their gradient put back by index_copy (no repeats)
+    @staticmethod
+    def forward(ctx, t, real):
+        ctx.save_for_backward(real)
+        ctx.rows = t.shape[0]
+        return t.index_select(0, real)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (real,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.rows, *grad.shape[1:]).index_copy(0, real, grad), None'''
+"""For a call under autograd: ``index_select``'s own backward is ``index_add`` (atomic adds: 85-155 µs a step for Q, K,
+V on an H200 at [8, 16, 1024, 64] bf16 padded 60-25 %), where the real tokens' places never repeat and one
+``index_copy`` does (scripts/diagnostics/diag_packed_kernels.py)."""
+
+
+def gathered(q: str = "q", k: str = "k", v: str = "v", grad: bool = False) -> str:
+    """The real tokens gathered as [tokens, heads, head dim] along the flattened batch and length (a view where the
+    tensor is a transposed [batch, length, heads, head dim], a copy first where it is contiguous): ``index_select``,
+    or :data:`GATHER`'s function under autograd. The advanced indexing ``t.transpose(1, 2)[b, s]`` took 92 µs a
+    forward for Q, K, V on an H100 at [8, 16, 1024, 64] bf16 padded 60 %, and sorted its indices in the backward."""
+    flat = "t.transpose(1, 2).flatten(0, 1)"
+    take = f"RealTokens.apply({flat}, real)" if grad else f"{flat}.index_select(0, real)"
+    return f"({take} for t in ({q}, {k}, {v}))"
 
 
 REPEAT_KV = ("kr, vr = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))  "
@@ -229,6 +248,7 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
             names[0] = "qs"
     return "\n".join([
         "from torch.nn.attention.varlen import varlen_attn",
+        *[GATHER] * signature.grad,
         ONCE_PER_BATCH,
         keep_line(signature),
         REAL_TOKENS,
@@ -236,7 +256,7 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         LONGEST,
         *lines,
-        f"packed = varlen_attn(*{gathered(*names)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
+        f"packed = varlen_attn(*{gathered(*names, grad=signature.grad)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
         *UNPACK,
     ])
 
@@ -248,6 +268,7 @@ def nested_code(signature: CallSignature, mask_form: str) -> str:
     words += [f"scale={signature.scale!r}"] * (signature.scale is not None)
     k, v = ("kr", "vr") if signature.gqa else ("k", "v")
     return "\n".join([
+        *[GATHER] * signature.grad,
         ONCE_PER_BATCH,
         keep_line(signature),
         REAL_TOKENS,
@@ -257,7 +278,7 @@ def nested_code(signature: CallSignature, mask_form: str) -> str:
         "shortest = int(lengths.min())",
         EVERY_CALL,
         *[REPEAT_KV] * signature.gqa,
-        f"tokens = {gathered('q', k, v)}  # each [tokens, heads, head dim]",
+        f"tokens = {gathered('q', k, v, grad=signature.grad)}  # each [tokens, heads, head dim]",
         "nested = [torch.nested.nested_tensor_from_jagged(t, offsets, min_seqlen=shortest, max_seqlen=longest)"
         ".transpose(1, 2) for t in tokens]",
         f"packed = F.scaled_dot_product_attention(*nested{_keywords(words)}).transpose(1, 2).values()",

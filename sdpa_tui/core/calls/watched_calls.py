@@ -195,23 +195,32 @@ class CallStats:
         return {site: n * scale for site, n in self.sites.items()}
 
 
+INSIDE_CPP = "SDPA runs inside C++ there"
+NESTED_SHAPES = "SDPA ran on nested tensors there, whose jagged shapes no signature holds"
+"""Why calls are counted but not inspected (``UninspectedCalls.why``)."""
+
+
 @dataclass
 class UninspectedCalls:
-    """Attention that reaches SDPA inside C++ (``nn.MultiheadAttention``'s fast path), never through the Python
-    function watch rebinds: counted where it enters, its backend, time and kernels unseen."""
+    """Attention watch counts but cannot inspect: SDPA reached inside C++ (``nn.MultiheadAttention``'s fast path),
+    never through the Python function watch rebinds, or SDPA on nested tensors, whose jagged shapes no signature
+    holds: counted where it enters, its backend, time and kernels unseen; ``why`` (:data:`INSIDE_CPP`,
+    :data:`NESTED_SHAPES`) says which."""
 
     path: str  # the entry point, in words: "nn.MultiheadAttention's fast path (torch._native_multi_head_attention)"
     count: int = 0
     sites: dict[str, int] = field(default_factory=dict)  # the first calls' sites
     modules: list[str] = field(default_factory=list)  # the first calls' modules
+    why: str = INSIDE_CPP
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "count": self.count, "sites": dict(self.sites), "modules": list(self.modules)}
+        return {"path": self.path, "count": self.count, "sites": dict(self.sites), "modules": list(self.modules),
+                "why": self.why}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "UninspectedCalls":
         return cls(str(d["path"]), int(d.get("count", 0)), {str(k): int(v) for k, v in (d.get("sites") or {}).items()},
-                   [str(m) for m in d.get("modules", ())])
+                   [str(m) for m in d.get("modules", ())], str(d.get("why") or INSIDE_CPP))
 
 
 @dataclass

@@ -11,7 +11,7 @@ transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, ke
 Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports and its
 once-per-batch part once, its every-call part (the packing, the call, the unpacking) in every call and every timed
 sample; the once-per-batch part is timed apart (host time, its waits for the GPU included, and its kernels). Its
-``out`` is held against
+``out`` (and under autograd its dq, dk, dv) is held against
 ``F.scaled_dot_product_attention`` called as the call was, on the real rows only (the padded rows' outputs are
 thrown away by the program: the code writes zeros there), within the dtype's tolerance (``OUTPUT_TOLERANCE``); the
 error is against float64 MATH on the same rows. Clocks as the lab's (``code_clocks.timed``): the every-call part
@@ -113,6 +113,22 @@ def batch_clocks(code: str, names: dict[str, object], device: torch.device) -> t
     return samples, profiled_kernel_us(batch) if device.type == "cuda" else None
 
 
+def same_gradients(out: Callable[[], torch.Tensor], inputs: Inputs, attn_mask: torch.Tensor, keep: torch.Tensor,
+                   spec: PackedSpec) -> None:
+    """The code's dq, dk, dv against the call's on the real tokens, with no gradient at the padded rows' outputs (the
+    program throws them away); raises :class:`DiffersFromTheCall` naming the gradient that differs."""
+    q, k, v = inputs.q, inputs.k, inputs.v
+    grad = inputs.grad_out * keep[:, None, :, None]
+    mine = torch.autograd.grad(out(), (q, k, v), grad)
+    own = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=spec.scale,
+                                                             enable_gqa=spec.workload.gqa), (q, k, v), grad)
+    for name, a, b in zip(("dq", "dk", "dv"), mine, own):
+        try:
+            matched(a.transpose(1, 2)[keep], b.transpose(1, 2)[keep], q.dtype)
+        except DiffersFromTheCall as exc:
+            raise DiffersFromTheCall(f"its {name} differs from the call's: {exc}") from None
+
+
 def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     device = torch.device(spec.device)
     make_current(device)
@@ -141,6 +157,8 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
         own = F.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v, attn_mask=attn_mask, scale=spec.scale,
                                              enable_gqa=spec.workload.gqa).transpose(1, 2)[keep]
     agreement = matched(result, own, inputs.q.dtype)
+    if spec.workload.backward:
+        same_gradients(out, inputs, attn_mask, keep, spec)
     reference = reference_output(inputs, attn_mask=kept, is_causal=False, scale=spec.scale).transpose(1, 2)[keep]
     error, _ = compare(result, reference)
     clocks = timed(step, device)

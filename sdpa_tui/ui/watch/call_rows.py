@@ -13,7 +13,7 @@ from ...core.calls.advice import SignatureAdvice
 from ...core.calls.call_signature import dtype_name
 from ...core.calls.compiled_twins import cost_lines
 from ...core.calls.watch_report import NOT_INTERCEPTED_NOTE, CallRow, WatchReport, backend_label
-from ...core.calls.watched_calls import CPU_KERNELS_NOTE, OutputCheck, UninspectedCalls
+from ...core.calls.watched_calls import CPU_KERNELS_NOTE, INSIDE_CPP, NESTED_SHAPES, OutputCheck, UninspectedCalls
 from ...core.traces.kernel_short_names import short_name
 from ...core.units import duration
 from ...watch.report import gradient_text
@@ -179,8 +179,8 @@ def table_cells(row: CallRow, kernels_note: str = "", advice: SignatureAdvice | 
     }
 
 
-NOT_INSPECTED = "not seen (C++)"
-"""The backend cell of calls that reach SDPA inside C++, where watch cannot see which backend ran."""
+NOT_INSPECTED = {INSIDE_CPP: "not seen (C++)", NESTED_SHAPES: "not seen (nested)"}
+"""The backend cell of calls counted but not inspected, by why, where watch cannot see which backend ran."""
 
 
 def uninspected_cells(calls: UninspectedCalls) -> dict[str, str]:
@@ -188,7 +188,8 @@ def uninspected_cells(calls: UninspectedCalls) -> dict[str, str]:
     site = next(iter(calls.sites), "")
     return {key: "" for key, _ in COLUMNS} | {
         "site": elide_middle(short_site(site), SITE_WIDTH) + (" +" if len(calls.sites) > 1 else ""),
-        "count": f"{calls.count:,}", "backend": NOT_INSPECTED, "time": "—", "module": ", ".join(calls.modules),
+        "count": f"{calls.count:,}", "backend": NOT_INSPECTED.get(calls.why, "not seen"), "time": "—",
+        "module": ", ".join(calls.modules),
     }
 
 
@@ -201,9 +202,10 @@ def uninspected_detail(calls: UninspectedCalls) -> list[str]:
         f"{calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}",
         *sites,
         *([f"modules {', '.join(calls.modules)}"] if calls.modules else []),
-        "", "SDPA runs inside C++ there, never through the Python function watch intercepts: its backend, time, "
-        "kernels and checks are unseen. Autograd on (training) or train() mode takes the Python path, which watch "
-        "sees.",
+        "", *([f"{NESTED_SHAPES}: their backend, time, kernels and checks are unseen."] if calls.why == NESTED_SHAPES
+              else ["SDPA runs inside C++ there, never through the Python function watch intercepts: its backend, "
+                    "time, kernels and checks are unseen. Autograd on (training) or train() mode takes the Python "
+                    "path, which watch sees."]),
     ]
 
 

@@ -41,7 +41,8 @@ def make_wrapper(original: Callable, probe: Probe) -> Callable:
         if dynamo_compiling() or compiler._is_compiling_flag:
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         try:
-            signature = (
+            nested = query.is_nested  # jagged shapes: no signature (counted as not inspected)
+            signature = None if nested else (
                 query.shape, key.shape, value.shape, query.dtype, query.device,
                 None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
                 is_causal, dropout_p, scale, enable_gqa,
@@ -49,7 +50,9 @@ def make_wrapper(original: Callable, probe: Probe) -> Callable:
                 flag_state.token,
             )
             hit = last_hit[0]
-            if hit[0] == signature:
+            if nested:
+                entry = None
+            elif hit[0] == signature:
                 entry = hit[1]
             else:
                 entry = table.get(signature)
@@ -57,6 +60,8 @@ def make_wrapper(original: Callable, probe: Probe) -> Callable:
                     last_hit[0] = (signature, entry)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        if nested:
+            return probe.nested_call(original, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         if entry is None or probe.special or entry.wanted:
             return probe.slow_call(signature, entry, original, query, key, value, attn_mask, dropout_p, is_causal,
                                    scale, enable_gqa)

@@ -37,7 +37,7 @@ from .kernels.window_backwards import WindowBackwards
 from .ranks import RankInfo
 from .rebindings import Rebindings
 from .thread_signals import leave_signals_to_the_program
-from .uninspected import start_over
+from .uninspected import nested_calls, note_call, start_over
 
 TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1)``
 TIME_FIRST = 8
@@ -72,12 +72,19 @@ class Probe:
         self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
-        self.uninspected: list[UninspectedCalls] = []  # calls that reach SDPA inside C++ (uninspected.py)
+        self.nested = nested_calls()  # SDPA on nested tensors: counted, handed to torch untouched
+        # calls counted but not inspected (uninspected.py): SDPA inside C++, on nested tensors
+        self.uninspected: list[UninspectedCalls] = [self.nested]
         self.rebindings = Rebindings()  # what install() rebound in torch, for uninstall() to put back
 
     @property
     def entries(self) -> list[Entry]:
         return self.sink.entries
+
+    def nested_call(self, original, q, k, v, mask, dropout_p, causal, scale, gqa):
+        """SDPA on nested tensors (jagged shapes, no signature): counted, run as it was called."""
+        note_call(self.nested, self.start_sending, 2)
+        return original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
 
     # -- the slow path -----------------------------------------------------------------------
     def first_call(self, key, q, k, v, mask, dropout_p, causal, scale, gqa) -> Entry:

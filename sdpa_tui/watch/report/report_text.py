@@ -179,7 +179,8 @@ def table_lines(report: WatchReport, width: int) -> list[str]:
 
 # -- under the table -----------------------------------------------------------------------------------------------
 def uninspected_lines(found: Sequence[UninspectedCalls], width: int) -> list[str]:
-    """Calls that reached SDPA inside C++: how many, from where, and that no row holds them."""
+    """Calls counted but not inspected (SDPA inside C++, on nested tensors): how many, from where, why, and that no
+    row holds them."""
     lines = []
     for calls in found:
         noted = sum(calls.sites.values())
@@ -190,7 +191,7 @@ def uninspected_lines(found: Sequence[UninspectedCalls], width: int) -> list[str
                 if calls.sites else ""
         modules = f" in {', '.join(calls.modules)}" if calls.modules else ""
         lines += ["", *wrapped(f"NOT INSPECTED: {calls.count:,} call{'s' * (calls.count != 1)} of {calls.path}"
-                                f"{where}{modules}: SDPA runs inside C++ there, so watch cannot say their backend, "
+                                f"{where}{modules}: {calls.why}, so watch cannot say their backend, "
                                 "time or kernels; they are in no row above", width, INDENT)]
     return lines
 

@@ -412,8 +412,9 @@ def test_each_call_site_of_one_signature_keeps_its_calls_exact_then_sampled():
 
 def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_columns(tmp_path):
     """A tiny Llama with a padding mask called from two lines (one signature), nn.MultiheadAttention in eval under
-    no_grad (SDPA inside C++), a GQA call: each site listed with its calls, the fast path's calls counted and said,
-    every line of the report within 80 columns, the program's output unchanged."""
+    no_grad (SDPA inside C++), a GQA call, SDPA on jagged nested tensors: each site listed with its calls, the fast
+    path's and the nested calls counted and said, every line of the report within 80 columns, the program's output
+    unchanged (a nested call's symbolic shapes had ended a watched program with a traceback and exit code 1)."""
     pytest.importorskip("transformers")
     program = (sys.executable, str(PROGRAMS / "two_sites.py"))
     proc, report = watch(tmp_path, *program, columns=80)
@@ -427,11 +428,14 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     sites = {s["site"].rsplit(":", 1)[1]: s["count"] for s in llama["sites"]}
     assert sites == {"22": 6, "24": 10} and llama["count"] == 16 and not llama["sites_sampled"]  # 2 layers a call
     assert llama["module_count"] == 2 and llama["layouts"][0] == "blhd", "transformers' queries: [b, l, h, d] transposed"
-    (mha,) = report["uninspected"]
+    nested, mha = sorted(report["uninspected"], key=lambda u: u["count"])
     assert mha["count"] == 7 and "torch._native_multi_head_attention" in mha["path"]
     assert [s.rsplit(":", 1)[1] for s in mha["sites"]] == ["26"] and mha["modules"] == ["MultiheadAttention"]
+    assert nested["count"] == 3 and "nested tensors" in nested["path"]
+    assert [s.rsplit(":", 1)[1] for s in nested["sites"]] == ["33"]
     text = " ".join(proc.stdout.split())
     assert "NOT INSPECTED: 7 calls of nn.MultiheadAttention's fast path" in text
+    assert "NOT INSPECTED: 3 calls of torch.nn.functional.scaled_dot_product_attention on nested tensors" in text
     assert "two_sites.py:24 (10 calls), :22 (6 calls)" in text
     # the rows are ranked by time share, which a busy host can reorder: the Llama's row is found by its sites
     rows = [line for line in out if re.match(r"\d  ", line)]

@@ -303,6 +303,13 @@ def test_code_whose_unpacking_is_wrong_is_not_offered(varlen_on_the_cpu):
     shuffled = dict(spec.codes)[VARLEN].replace("packed = varlen_attn(", "packed = -varlen_attn(")
     with pytest.raises(DiffersFromTheCall, match="differs"):
         packed_cost.measure_code(spec, shuffled)
+    trained = packed_spec(workload(direction="fwd+bwd"), signature(grad=True), KEY_PADDING, LENGTHS)
+    code = dict(trained.codes)[VARLEN]
+    assert "index_copy(0, real, grad)" in code, "the gather's own backward"
+    packed_cost.measure_code(trained, code)
+    wrong_gradient = code.replace("index_copy(0, real, grad)", "index_copy(0, real, 2 * grad)")
+    with pytest.raises(DiffersFromTheCall, match="its dq differs"):
+        packed_cost.measure_code(trained, wrong_gradient)
 
 
 def test_the_nested_jagged_code_gives_the_calls_output_where_torch_runs_it_on_the_cpu():
