@@ -256,7 +256,7 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         LONGEST,
         *lines,
-        f"packed = varlen_attn(*{gathered(*names, grad=signature.grad)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
+        f"packed = varlen_attn(*{gathered(names[0], names[1], names[2], grad=signature.grad)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
         *UNPACK,
     ])
 
