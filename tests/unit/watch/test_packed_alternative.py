@@ -390,6 +390,22 @@ def test_the_once_per_batch_part_is_shared_by_the_calls_on_one_mask():
     assert PackedSpec.from_dict(eight.to_dict()).calls_per_batch == 8
 
 
+def test_code_that_costs_the_host_more_than_the_call_is_not_offered_and_the_smaller_saving_is_promised():
+    """On an H200, SDPA on nested tensors ran 0.36 ms of kernels a call and about 10 ms of Python: faster on GPU/call,
+    it made a watched training step 95 ms slower. An alternative with both clocks must beat the call on both; the
+    saving promised is the smaller one."""
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
+    session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    host_bound = packed_alternative(NESTED, FlexCost((9000.0, 9100, 8900, 9000, 9050, 8950),
+                                                     (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7, None, 0.01), spec)
+    advice = advise(session, "EFFICIENT_ATTENTION", outside=[host_bound])
+    assert advice.best is None and "nothing measured here is faster" in advice.note
+    both = packed_alternative(VARLEN, FlexCost((90.0, 91, 89, 90, 92, 88), (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7,
+                                               None, 0.01), spec)  # MADE-UP samples: saves 60 on GPU, 30 eager
+    advice = advise(session, "EFFICIENT_ATTENTION", outside=[host_bound, both])
+    assert advice.best is both.alternative and advice.clock == "eager" and advice.saving_us_per_call == 30.0
+
+
 def test_the_labs_spec_is_the_padded_workloads_key_padding_call():
     spec = lab_spec(workload().with_changes(lengths=LENGTHS), "cuda:0")
     assert spec.mask_form == KEY_PADDING and spec.workload.lengths == LENGTHS
