@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu/gpu-env.sh
@@ -43,6 +43,25 @@ print(f"padding {r['padding']:.0%}: promised {r['promised_us_per_step']:.0f} µs
 PY
   done
 }
+by_hand() {  # the packed code applied by hand whatever the advice says: what packing gives the program, unwatched
+  for pad in ${PADS:-0.25 0.6}; do
+    python3 - "$OUT/r/varlen-code-$pad.json" "$SEQ" <<'PY'
+import json, sys
+from sdpa_tui.core.calls.call_signature import CallSignature
+from sdpa_tui.core.calls.mask_forms import CAUSAL_KEY_PADDING
+from sdpa_tui.core.calls.packed_alternative import varlen_code
+seq = int(sys.argv[2])
+sig = CallSignature((8, 16, seq, 64), (8, 16, seq, 64), "torch.bfloat16", "cuda:0", "bool", (8, 1, seq, seq),
+                    scale=0.125, grad=True)
+call = {"mask": {"form": CAUSAL_KEY_PADDING}, "count": 1, "saving_us_per_call": 0.0, "advice": {"clock": "none"},
+        "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING)}}
+json.dump({"calls": [call]}, open(sys.argv[1], "w"))
+PY
+    echo "=== padding $pad: varlen_attn's code applied by hand, unwatched"
+    timeout 200 python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/varlen-code-$pad.json \
+      --json $OUT/r/by-hand-$pad.json | tail -1
+  done
+}
 tests() { timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
 {
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
@@ -54,6 +73,7 @@ for part in $PART; do
     diag) echo "=== where the time goes: SDPA's padded call, the packed codes' every-call and once-per-batch parts"
       timeout 200 python3 scripts/diagnostics/diag_packed_kernels.py $OUT/r/packed-kernels.json --seq $SEQ ;;
     tests) tests ;;
+    by-hand) by_hand ;;
     all) lab; watched; tests ;;
   esac
 done
