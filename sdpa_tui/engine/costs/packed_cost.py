@@ -85,13 +85,18 @@ def run_code(code: str, names: dict[str, object]) -> Callable[[], torch.Tensor]:
     """The code run as written: its imports and its once-per-batch part now, its every-call part (pack, call, unpack)
     by each call of what this returns, which gives its ``out``."""
     parts = code_parts(code)
-    scope = _scope(code, names)
-    exec(compile(parts.per_batch, "<advice code>", "exec"), scope)  # noqa: S102
+    batch = _scope(code, names)
+    exec(compile(parts.per_batch, "<advice code>", "exec"), batch)  # noqa: S102
     body = compile(parts.per_call, "<advice code>", "exec")
 
     def out() -> torch.Tensor:
+        # each call in a scope of its own: a name the call left behind (``packed``) would keep its autograd graph,
+        # and with it the inputs' AccumulateGrad nodes made on the warm-up's stream, alive into a CUDA graph's
+        # capture, which then failed ("operation failed due to a previous error during capture" on an H200; torch
+        # warned of the streams' mismatch)
+        scope = dict(batch)
         exec(body, scope)  # noqa: S102
-        return scope.pop("out")  # not kept in the scope: its autograd graph would live on
+        return scope["out"]
 
     return out
 

@@ -6,6 +6,7 @@ that offers it on the clock it has, the lab's ``--lengths``/``--padding``, and t
 from __future__ import annotations
 
 import sys
+import weakref
 
 import pytest
 import torch
@@ -254,6 +255,22 @@ def test_the_once_per_batch_part_runs_once_and_is_timed_apart(varlen_on_the_cpu,
     for _ in range(4):
         torch.testing.assert_close(out(), first)
     assert counted["nonzero"] == 1, "five calls on one mask read its real tokens once"
+    from torch.nn.attention import varlen
+
+    packed = []  # what varlen_attn gave each call, weakly
+
+    def recorded(*args, **kwargs):
+        out = reference_varlen(*args, **kwargs)
+        packed.append(weakref.ref(out))
+        return out
+
+    monkeypatch.setattr(varlen, "varlen_attn", recorded)
+    trained = packed_spec(workload(direction="fwd+bwd"), signature(grad=True), KEY_PADDING, LENGTHS)
+    leaf = q.detach().requires_grad_()
+    call = packed_cost.run_code(dict(trained.codes)[VARLEN], {"q": leaf, "k": k, "v": v, "attn_mask": attn_mask})
+    call().sum().backward()
+    assert packed and packed[-1]() is None, \
+        "nothing of a call outlives its output (its autograd graph would live into a CUDA graph's capture)"
     monkeypatch.setattr(torch.Tensor, "nonzero", nonzero)
     cost = packed_cost.measure_code(spec, dict(spec.codes)[VARLEN])
     assert isinstance(cost, PackedCost) and len(cost.batch_eager_us) == 15 and cost.batch_us > 0
