@@ -1,7 +1,7 @@
 """Where packed attention's time goes on a GPU: the kernels of SDPA's call on a padded batch, of the packed code's
 every-call part and of its once-per-batch part (``core/calls/packed_alternative.py``'s text, run by
 ``engine/costs/packed_cost.py``'s runner), forward and forward+backward, each kernel's mean µs per call from
-torch.profiler; whether a CUDA graph captures the every-call part.
+torch.profiler; whether the lab's GPU/call clock (a CUDA graph) captures the every-call part.
 
 Usage: python3 scripts/diagnostics/diag_packed_kernels.py OUT.json [--seq 1024] [--paddings 0.25,0.6]
     [--layouts blhd,bhld,bhld]
@@ -24,6 +24,7 @@ from sdpa_tui.core.calls.packed_alternative import NESTED, VARLEN, packed_spec
 from sdpa_tui.core.padded_lengths import lengths_for_padding
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.engine.costs.packed_cost import laid_out, passed_mask, run_batch_part, run_code
+from sdpa_tui.engine.measuring.clocks import GraphClock, eager_us
 from sdpa_tui.engine.measuring.sdpa_call import Inputs, kept_keys
 
 CALLS = 20
@@ -53,21 +54,11 @@ def kernels(step) -> dict[str, float]:
 
 
 def captures(step) -> str:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph):
-            step()
-    except Exception as exc:  # noqa: BLE001 - the answer is the reason
-        return f"no: {type(exc).__name__}: {exc}".splitlines()[0][:200]
-    graph.replay()
-    torch.cuda.synchronize()
-    return "yes"
+    """Whether the lab's GPU/call clock captures ``step`` in a CUDA graph, or why not."""
+    clock = GraphClock(step, device, eager_us(step, device, 3))
+    answer = "yes" if clock.method == "graph" else f"no: {clock.capture_error}"[:200]
+    clock.release()
+    return answer
 
 
 results = []
