@@ -182,7 +182,7 @@ UNPACK = ("out = packed.new_zeros(q.shape[0] * q.shape[2], *packed.shape[1:]).in
 """The packed output scattered back by one ``index_copy`` along the tokens (its backward: one ``index_select``)."""
 
 
-GATHER = '''class RealTokens(torch.autograd.Function):  # rows by index, their gradient put back by index_copy (no repeats)
+GATHER = '''class RealTokens(torch.autograd.Function):  # the gradient back by index_copy: no index repeats
     @staticmethod
     def forward(ctx, t, real):
         ctx.save_for_backward(real)
@@ -256,7 +256,8 @@ def varlen_code(signature: CallSignature, mask_form: str, torch_version: tuple[i
         "cu_seq = F.pad(lengths.cumsum(0, dtype=torch.int32), (1, 0))",
         LONGEST,
         *lines,
-        f"packed = varlen_attn(*{gathered(names[0], names[1], names[2], grad=signature.grad)}, cu_seq, cu_seq, longest, longest{_keywords(words)})",
+        f"packed = varlen_attn(*{gathered(names[0], names[1], names[2], grad=signature.grad)}, cu_seq, cu_seq, "
+        f"longest, longest{_keywords(words)})",
         *UNPACK,
     ])
 

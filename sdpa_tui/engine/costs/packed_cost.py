@@ -6,8 +6,9 @@ JSON line per spec on stdout, in order: for each of its codes (``varlen_attn``'s
 ``{"cost": PackedCost}`` or ``{"error": "..."}`` (the API missing from this torch, a code that raised, an output that
 differs from the call's). The inputs are the lab's (``calls.Inputs``: the call's shapes and dtype) with the spec's
 lengths, Q, K and V laid out in memory as the call's were (a gather from a transposed tensor is a view, from a
-contiguous one a copy first), and the call's mask as it passed it (boolean, or float with 0 kept and the dtype's lowest masked, as
-transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, keys] with the causal triangle).
+contiguous one a copy first), and the call's mask as it passed it (boolean, or float with 0 kept and the dtype's
+lowest masked, as transformers builds it; [batch, 1, 1, keys] for key padding, [batch, 1, rows, keys] with the causal
+triangle).
 Each code, the text the advice shows, runs as it is with ``q, k, v`` and ``attn_mask`` in scope: its imports and its
 once-per-batch part once, its every-call part (the packing, the call, the unpacking) in every call and every timed
 sample; the once-per-batch part is timed apart (host time, its waits for the GPU included, and its kernels). Its
@@ -68,7 +69,7 @@ def passed_mask(spec: PackedSpec, keep: torch.Tensor, dtype: torch.dtype) -> tup
 def _scope(code: str, names: dict[str, object]) -> dict[str, object]:
     """``names`` with torch, F and the code's imports."""
     scope = {"torch": torch, "F": F, **names}
-    exec(compile(code_parts(code).imports, "<advice code>", "exec"), scope)  # noqa: S102 - the code offered, run to check it
+    exec(compile(code_parts(code).imports, "<advice code>", "exec"), scope)  # noqa: S102 - the code offered, checked
     return scope
 
 
