@@ -195,12 +195,14 @@ def merged_uninspected(states: Iterable[ProcessState]) -> list[UninspectedCalls]
     paths: dict[str, UninspectedCalls] = {}
     for state in states:
         for calls in state.uninspected:
-            into = paths.setdefault(calls.path, UninspectedCalls(calls.path))
+            into = paths.setdefault(calls.path, UninspectedCalls(calls.path, why=calls.why))
             into.count += calls.count
             for site, n in calls.sites.items():
                 into.sites[site] = into.sites.get(site, 0) + n
             into.modules.extend(m for m in calls.modules if m not in into.modules)
     return list(paths.values())
+
+
 def _one_form(forms: Iterable[str]) -> str:
     """The processes' mask forms of one signature: theirs where they agree, ``other`` where they do not."""
     found = set(forms)

@@ -431,7 +431,7 @@ def test_two_sites_of_one_signature_and_multihead_attentions_fast_path_at_80_col
     nested, mha = sorted(report["uninspected"], key=lambda u: u["count"])
     assert mha["count"] == 7 and "torch._native_multi_head_attention" in mha["path"]
     assert [s.rsplit(":", 1)[1] for s in mha["sites"]] == ["26"] and mha["modules"] == ["MultiheadAttention"]
-    assert nested["count"] == 3 and "nested tensors" in nested["path"]
+    assert nested["count"] == 3 and "nested tensors" in nested["path"] and "nested tensors" in nested["why"]
     assert [s.rsplit(":", 1)[1] for s in nested["sites"]] == ["33"]
     text = " ".join(proc.stdout.split())
     assert "NOT INSPECTED: 7 calls of nn.MultiheadAttention's fast path" in text
