@@ -73,7 +73,7 @@ class CallsScreen(Screen):
         self.program = program
         self.log_path = log_path
         self.rows: dict[str, CallRow] = {}
-        self.uninspected: dict[str, UninspectedCalls] = {}  # rows of calls SDPA ran inside C++, after the others
+        self.uninspected: dict[str, UninspectedCalls] = {}  # rows of calls counted, not inspected, after the others
         self.report: WatchReport | None = None
         self._keys: dict[tuple[CallSignature, bool], str] = {}
         self._order: list[str] = []

@@ -21,7 +21,8 @@ def seen_note(start: str) -> str:
     return (
         "calls made through torch.nn.functional.scaled_dot_product_attention looked up at call time are "
         "counted and inspected; nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths (eval, "
-        f"autograd off), which run SDPA inside C++, are counted apart (uninspected); not seen at all: names bound "
+        "autograd off), which run SDPA inside C++, and calls on nested tensors are counted apart (uninspected); "
+        f"not seen at all: names bound "
         f"before {start}, torch.ops.aten.scaled_dot_product_attention and the _scaled_dot_product_* "
         "ops called directly, C++ extensions, and those fast paths inside a compiled graph; every Python process "
         f"the program starts is watched (fork, spawn, subprocess, torchrun)"
