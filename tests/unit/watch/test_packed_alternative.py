@@ -423,7 +423,54 @@ def test_code_that_costs_the_host_more_than_the_call_is_not_offered_and_the_smal
     assert advice.best is both.alternative and advice.clock == "eager" and advice.saving_us_per_call == 30.0
 
 
-def test_the_labs_spec_is_the_padded_workloads_key_padding_call():
+def picked(gpu_us: list[float], eager_us: list[float]):
+    """A lab session on a GPU where SDPA picked Mem-efficient, with these samples."""
+    from sdpa_tui.core.protocol.records import BackendStatus, Dispatch
+
+    session = lab({})
+    session.apply(Dispatch(0, Backend.EFFICIENT, ("EFFICIENT_ATTENTION", "MATH"), ""))
+    session.apply(BackendStatus(0, Backend.EFFICIENT, "ok"))
+    for g, e in zip(gpu_us, eager_us):
+        session.apply(Sample(0, Backend.EFFICIENT, g, e, "graph", 10, 0.0))
+    return session
+
+
+def test_the_labs_lines_say_the_per_call_saving_and_from_how_many_calls_the_batch_part_pays():
+    """report --padding: the clocks time the every-call part; the once-per-batch part is said apart, with the calls on
+    one mask from which the saving pays for it."""
+    from sdpa_tui.exports.lab.packed_rows import PackedRow, packed_lines
+
+    session = picked([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    faster = PackedCost((90.0, 91, 89, 90, 92, 88), (60.0, 61, 59, 60, 62, 58), 55.0, 2e-7, None, 0.01,
+                        batch_eager_us=(90.0,) * 5, batch_kernel_us=20.0)  # MADE-UP samples
+    slower = PackedCost((190.0, 191, 189, 190, 192, 188), (160.0, 161, 159, 160, 162, 158), 155.0, 2e-7, None, 0.01,
+                        batch_eager_us=(90.0,) * 5)
+    lines = packed_lines(session, [PackedRow(VARLEN, faster), PackedRow(NESTED, slower), PackedRow(VARLEN, None, "x")])
+    assert lines[0].startswith("varlen_attn (packed) is faster: 60.0 µs GPU/call") and "saves 40.0 µs a call" in lines[0]
+    assert "once per batch, 90.0 µs to read the mask's real tokens: paid back from 3 call(s) on one mask" in lines[0]
+    assert "is not faster beyond noise" in lines[1] and "paid back" not in lines[1] and "90.0 µs" in lines[1]
+    assert lines[2] == "varlen_attn (packed) not run: x"
+
+
+def test_the_padding_sweep_shows_the_batch_part_and_where_packing_pays():
+    from rich.console import Console
+
+    from sdpa_tui.exports.lab.packed_rows import PackedRow
+    from sdpa_tui.exports.sweep.padding_sweep import PaddingPoint, padding_table, pays_from
+
+    def cost(us: float) -> PackedCost:
+        return PackedCost((us,) * 6, (us,) * 6, us, 2e-7, None, 0.01, batch_eager_us=(45.0,) * 5)  # MADE-UP
+
+    session = picked([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    points = [PaddingPoint(p, session, (PackedRow(VARLEN, cost(us)),)) for p, us in ((0.2, 130.0), (0.5, 70.0),
+                                                                                      (0.8, 30.0))]
+    assert pays_from(points) == 0.5
+    console = Console(width=160, record=True)
+    console.print(padding_table(points))
+    text = console.export_text()
+    assert "once/batch" in text and "packing pays from 50% padding on" in text
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("80%"))
+    assert row.split()[-1] == "45.0" and "30.0 *" in row
     spec = lab_spec(workload().with_changes(lengths=LENGTHS), "cuda:0")
     assert spec.mask_form == KEY_PADDING and spec.workload.lengths == LENGTHS
     assert "window_size" not in dict(spec.codes)[VARLEN]
