@@ -423,6 +423,30 @@ def test_code_that_costs_the_host_more_than_the_call_is_not_offered_and_the_smal
     assert advice.best is both.alternative and advice.clock == "eager" and advice.saving_us_per_call == 30.0
 
 
+def test_the_advice_says_the_once_per_batch_part_and_the_calls_that_share_it():
+    """The Calls view's alternatives and the report's advice: the packed code's time per call holds 1/N of its
+    once-per-batch part, and both say so."""
+    from sdpa_tui.core.calls.advice import run_advice
+    from sdpa_tui.ui.watch.call_rows import alternatives_lines
+    from sdpa_tui.watch.report.call_cells import advice_lines
+
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS, calls_per_batch=8)
+    cost = PackedCost((50.0, 51, 49, 50, 52, 48), (40.0, 41, 39, 40, 42, 38), 30.0, 2e-7, None, 0.01,
+                      batch_eager_us=(80.0,) * 5)  # MADE-UP samples
+    advice = advise(gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118]), "EFFICIENT_ATTENTION",
+                    outside=[packed_alternative(VARLEN, cost, spec)])
+    assert advice.saving_us_per_call == 50.0  # GPU/call 40 + 80 / 8 against 100
+    text = "\n".join(alternatives_lines(advice, 64))
+    assert "with 1/8 of its once-per-batch 80.0 µs (8 modules on one mask)" in text
+    assert "saves 50.0 µs per call" in text and "# once per batch" in text
+
+    from types import SimpleNamespace
+
+    report = SimpleNamespace(run_advice=run_advice([("the padded call", 64, advice)]), advice_note="")
+    line = " ".join(advice_lines(report))
+    assert "50.0 µs per call × 64 (its once-per-batch part, 80.0 µs, counted once per 8 call(s)" in line
+
+
 def picked(gpu_us: list[float], eager_us: list[float]):
     """A lab session on a GPU where SDPA picked Mem-efficient, with these samples."""
     from sdpa_tui.core.protocol.records import BackendStatus, Dispatch
