@@ -194,16 +194,25 @@ def _outside_candidate(m: Measured, now: BackendRow, clock: str) -> tuple[Altern
     it has no GPU/call (a CUDA graph could not capture its code). Where it has both, the clock on which it saves less:
     code that leaves SDPA can cost the host far more than the GPU (SDPA on nested tensors: 0.36 ms of kernels, about
     10 ms of Python a call), and a program waits on whichever is slower, which the eager clock shows."""
-    gpu, eager, now_gpu, now_eager = m.gpu, m.eager, now.gpu_us, now.eager_us
-    if clock == "gpu" and gpu and eager and now_gpu and now_eager:
-        if not beats(eager, now_eager):
-            return m.alternative, eager, now_eager, "eager"  # slower where the host is timed: not offered
-        if now_eager.median - eager.median < now_gpu.median - gpu.median:  # the smaller saving is the one promised
-            return m.alternative, eager, now_eager, "eager"
-        return m.alternative, gpu, now_gpu, "gpu"
-    if m.summary(clock) is None and clock == "gpu":
-        return m.alternative, m.eager, now.eager_us, "eager"
+    if clock == "gpu":
+        return m.alternative, *leaving_sdpa(m.gpu, m.eager, now.gpu_us, now.eager_us)
     return m.alternative, m.summary(clock), _summary(now, clock), clock
+
+
+def leaving_sdpa(gpu: Summary | None, eager: Summary | None, now_gpu: Summary | None,
+                 now_eager: Summary | None) -> tuple[Summary | None, Summary | None, str]:
+    """The clock code that leaves SDPA is held against the call on, from a GPU's lab (its summaries and the call's):
+    (its, the call's, "gpu" or "eager"). The eager one where it has no GPU/call; where it has both, the one on which
+    it saves less, and the eager one where it is not faster there beyond noise."""
+    if gpu and eager and now_gpu and now_eager:
+        if not beats(eager, now_eager):
+            return eager, now_eager, "eager"  # slower where the host is timed: not offered
+        if now_eager.median - eager.median < now_gpu.median - gpu.median:  # the smaller saving is the one promised
+            return eager, now_eager, "eager"
+        return gpu, now_gpu, "gpu"
+    if gpu is None:
+        return eager, now_eager, "eager"
+    return gpu, now_gpu, "gpu"
 
 
 def undecided_backends(session: Session, current: str | None, refused: dict[str, str] | None = None) -> list[str]:

@@ -1,7 +1,8 @@
 """Packed attention in ``report``'s table: a padded workload's (``--lengths``, ``--padding``) real tokens run alone by
 ``varlen_attn`` and by SDPA on jagged nested tensors, the packing and unpacking included, as rows below SDPA's
-backends, named as alternatives (they are no SDPA backend), and one line each against SDPA's pick, on the clock both
-have (GPU/call where the alternative has one), judged by the same noise rule as the backends. The clocks time the
+backends, named as alternatives (they are no SDPA backend), and one line each against SDPA's pick, judged by the same
+noise rule as the backends on the clock watch's advice holds them to (on a GPU: faster on GPU/call and on the eager
+clock, the smaller saving said; their host time can be many times their GPU time). The clocks time the
 code's every-call part; its once-per-batch part (the mask's indices and lengths, read on the host) is said apart,
 with the calls on one mask from which the per-call saving pays for it (a model's layers share one mask)."""
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.calls.advice import leaving_sdpa
 from ...core.calls.packed_alternative import LABELS, VARIANTS, PackedCost
 from ...core.lab.faster import CLOCK_LABEL, beats
 from ...core.lab.session import BackendRow, Session
@@ -84,12 +86,15 @@ class Versus:
 
 
 def versus(session: Session, row: PackedRow) -> Versus | None:
-    """``row`` against SDPA's pick (GPU/call where both have it, else eager), or None where either did not run."""
+    """``row`` against SDPA's pick on the clock watch's advice would hold it to (``advice.leaving_sdpa``: on a GPU,
+    faster on both clocks, the smaller saving said), or None where either did not run."""
     pick = _pick(session)
     if pick is None or row.cost is None:
         return None
-    clock = "gpu" if row.summary("gpu") and pick.gpu_us else "eager"
-    ours, theirs = row.summary(clock), pick.gpu_us if clock == "gpu" else pick.eager_us
+    if pick.gpu_us:
+        ours, theirs, clock = leaving_sdpa(row.summary("gpu"), row.summary("eager"), pick.gpu_us, pick.eager_us)
+    else:
+        ours, theirs, clock = row.summary("eager"), pick.eager_us, "eager"
     return None if ours is None or theirs is None else Versus(clock, ours, theirs, pick)
 
 
