@@ -292,16 +292,16 @@ def refusal(device: str) -> str | None:
     return None if device.startswith("cuda") else NEEDS_CUDA
 
 
-def packed_alternative(name: str, cost: FlexCost, spec: PackedSpec) -> Measured:
+def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measured:
     """The alternative as the advice lists it (it leaves SDPA), with its eager and GPU/call summaries for the noise
     rule: each per-call sample with the once-per-batch part's share (its host time over the spec's
     ``calls_per_batch``) added; the code is the spec's, the text the measuring ran."""
-    batch_us = cost.batch_us if isinstance(cost, PackedCost) else None
+    batch_us = cost.batch_us
     share = (batch_us or 0.0) / spec.calls_per_batch
     eager = Summary.of(x + share for x in cost.eager_us)
     gpu = Summary.of(x + share for x in cost.gpu_us)
     kernel = cost.kernel_us
-    if kernel is not None and isinstance(cost, PackedCost) and cost.batch_kernel_us is not None:
+    if kernel is not None and cost.batch_kernel_us is not None:
         kernel += cost.batch_kernel_us / spec.calls_per_batch
     code = dict(spec.codes)[name]
     alternative = Alternative(VARIANTS[name], name, kernel, gpu.median if gpu else None,

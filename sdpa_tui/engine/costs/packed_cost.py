@@ -17,8 +17,7 @@ sample; the once-per-batch part is timed apart (host time, its waits for the GPU
 thrown away by the program: the code writes zeros there), within the dtype's tolerance (``OUTPUT_TOLERANCE``); the
 error is against float64 MATH on the same rows. Clocks as the lab's (``code_clocks.timed``): the every-call part
 waits for nothing, so a CUDA graph can capture it (where it cannot, the note says why and the advice compares on the
-eager clock). A capture that fails can leave the process unable to capture again, so every spec's ``varlen_attn``
-is measured before any nested tensor's. The first call's time is reported apart (``compile_s``), never in a sample.
+eager clock). The first call's time is reported apart (``compile_s``), never in a sample.
 """
 
 from __future__ import annotations
@@ -173,32 +172,28 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
                       agreement, batch_eager, batch_kernel)
 
 
-def measure_one(spec: PackedSpec, name: str) -> dict:
-    """One of the spec's codes: ``{"cost": ...}`` or ``{"error": ...}``."""
-    device = torch.device(spec.device)
-    why = missing(name, device)
-    if why:
-        return {"error": why}
-    return answer_line(lambda c: measure_code(spec, c), dict(spec.codes)[name], (DiffersFromTheCall,))
-
-
 def measure_spec(spec: PackedSpec) -> dict[str, dict]:
     """Each of the spec's codes, by name: its cost or why it has none."""
-    return {name: measure_one(spec, name) for name, _ in spec.codes}
+    device = torch.device(spec.device)
+    out = {}
+    for name, code in spec.codes:
+        why = missing(name, device)
+        out[name] = {"error": why} if why else answer_line(lambda c: measure_code(spec, c), code,
+                                                           (DiffersFromTheCall,))
+    return out
 
 
 def main() -> int:
     specs = [PackedSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so the code is timed as the backends were
-    answers: list[dict[str, dict]] = [{} for _ in specs]
-    names = list(dict.fromkeys(name for spec in specs for name, _ in spec.codes))
-    for name in sorted(names, key=lambda n: n != VARLEN):  # varlen_attn first: a failed capture can spoil the next
-        for spec, answer in zip(specs, answers):
-            if name in dict(spec.codes):
-                answer[name] = measure_one(spec, name)
-    for spec, answer in zip(specs, answers):  # each spec's answers in its codes' order
-        sys.stdout.write(json.dumps({name: answer[name] for name, _ in spec.codes}) + "\n")
-    sys.stdout.flush()
+    for spec in specs:
+        try:
+            answer = measure_spec(spec)
+        except Exception as exc:  # noqa: BLE001 - a spec that cannot be rebuilt: each code says why
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            answer = {name: {"error": why} for name, _ in spec.codes}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
     return 0
 
 

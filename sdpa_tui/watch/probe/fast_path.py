@@ -41,23 +41,22 @@ def make_wrapper(original: Callable, probe: Probe) -> Callable:
         if dynamo_compiling() or compiler._is_compiling_flag:
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         try:
-            nested = query.is_nested  # jagged shapes: no signature (counted as not inspected)
-            signature = None if nested else (
-                query.shape, key.shape, value.shape, query.dtype, query.device,
-                None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
-                is_causal, dropout_p, scale, enable_gqa,
-                grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
-                flag_state.token,
-            )
-            hit = last_hit[0]
-            if nested:
-                entry = None
-            elif hit[0] == signature:
-                entry = hit[1]
-            else:
-                entry = table.get(signature)
-                if entry is not None:
-                    last_hit[0] = (signature, entry)
+            nested = query.is_nested  # jagged shapes make no signature: counted as not inspected
+            if not nested:
+                signature = (
+                    query.shape, key.shape, value.shape, query.dtype, query.device,
+                    None if attn_mask is None else (attn_mask.dtype, attn_mask.shape),
+                    is_causal, dropout_p, scale, enable_gqa,
+                    grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
+                    flag_state.token,
+                )
+                hit = last_hit[0]
+                if hit[0] == signature:
+                    entry = hit[1]
+                else:
+                    entry = table.get(signature)
+                    if entry is not None:
+                        last_hit[0] = (signature, entry)
         except Exception:  # noqa: BLE001 - an input the key cannot describe: torch will say what is wrong
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         if nested:

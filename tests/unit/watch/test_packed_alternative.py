@@ -379,14 +379,14 @@ def test_packed_attention_faster_on_the_eager_clock_is_advised_there_with_its_co
     """On a GPU the backends are compared on GPU/call; varlen's code waits for the GPU once a call, so it has no
     GPU/call and is held against the call's backend on the eager clock."""
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
-    cost = FlexCost((50.0, 51, 49, 50, 52, 48), (), 30.0, 2e-7, None, 0.01)  # MADE-UP samples
+    cost = PackedCost((50.0, 51, 49, 50, 52, 48), (), 30.0, 2e-7, None, 0.01)  # MADE-UP samples
     packed = packed_alternative(VARLEN, cost, spec)
     session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
     advice = advise(session, "EFFICIENT_ATTENTION", outside=[packed])
     assert advice.best is packed.alternative and advice.clock == "eager" and advice.saving_us_per_call == 70.0
     assert advice.best.code == dict(spec.codes)[VARLEN] and advice.best.leaves_sdpa
     assert backend_label(VARLEN) == "varlen_attn (packed)" and backend_label(NESTED).startswith("nested jagged")
-    slower = packed_alternative(VARLEN, FlexCost((130.0, 131, 129, 130, 132, 128), (), None, 2e-7, None, 0.01), spec)
+    slower = packed_alternative(VARLEN, PackedCost((130.0, 131, 129, 130, 132, 128), (), None, 2e-7, None, 0.01), spec)
     assert advise(session, "EFFICIENT_ATTENTION", outside=[slower]).best is None
 
 
@@ -413,12 +413,12 @@ def test_code_that_costs_the_host_more_than_the_call_is_not_offered_and_the_smal
     saving promised is the smaller one."""
     spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
     session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
-    host_bound = packed_alternative(NESTED, FlexCost((9000.0, 9100, 8900, 9000, 9050, 8950),
-                                                     (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7, None, 0.01), spec)
+    host_bound = packed_alternative(NESTED, PackedCost((9000.0, 9100, 8900, 9000, 9050, 8950),
+                                                       (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7, None, 0.01), spec)
     advice = advise(session, "EFFICIENT_ATTENTION", outside=[host_bound])
     assert advice.best is None and "nothing measured here is faster" in advice.note
-    both = packed_alternative(VARLEN, FlexCost((90.0, 91, 89, 90, 92, 88), (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7,
-                                               None, 0.01), spec)  # MADE-UP samples: saves 60 on GPU, 30 eager
+    both = packed_alternative(VARLEN, PackedCost((90.0, 91, 89, 90, 92, 88), (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7,
+                                                 None, 0.01), spec)  # MADE-UP samples: saves 60 on GPU, 30 eager
     advice = advise(session, "EFFICIENT_ATTENTION", outside=[host_bound, both])
     assert advice.best is both.alternative and advice.clock == "eager" and advice.saving_us_per_call == 30.0
 
