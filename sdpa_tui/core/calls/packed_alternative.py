@@ -193,7 +193,7 @@ GATHER = '''class RealTokens(torch.autograd.Function):  # the gradient back by i
     def backward(ctx, grad):
         (real,) = ctx.saved_tensors
         return grad.new_zeros(ctx.rows, *grad.shape[1:]).index_copy(0, real, grad), None'''
-"""For a call under autograd: ``index_select``'s own backward is ``index_add`` (atomic adds: 85-155 µs a step for Q, K,
+"""For a call under autograd: ``index_select``'s own backward is ``index_add`` (atomic adds: 85-155 µs a call for Q, K,
 V on an H200 at [8, 16, 1024, 64] bf16 padded 60-25 %), where the real tokens' places never repeat and one
 ``index_copy`` does (scripts/diagnostics/diag_packed_kernels.py)."""
 
