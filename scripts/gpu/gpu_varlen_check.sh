@@ -22,10 +22,10 @@ lab() {
 }
 watched() {
   for pad in ${PADS:-0.25 0.6}; do
-    echo "=== watch: the Llama on a batch padded $pad (SDPA)"
+    echo "=== watch: the Llama on a batch padded $pad (SDPA) [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} ${WATCH_FLAGS:-} -- \
       python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad
-    echo "=== the same program, the advised code applied by hand, watched again"
+    echo "=== the same program, the advised code applied by hand, watched again [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-packed-$pad.json --advice-budget 30 -- \
       python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/watch-padded-$pad.json \
       --json $OUT/r/realised-$pad.json
@@ -57,12 +57,12 @@ call = {"mask": {"form": CAUSAL_KEY_PADDING}, "count": 1, "saving_us_per_call": 
         "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING)}}
 json.dump({"calls": [call]}, open(sys.argv[1], "w"))
 PY
-    echo "=== padding $pad: varlen_attn's code applied by hand, unwatched"
+    echo "=== padding $pad: varlen_attn's code applied by hand, unwatched [$(date +%T)]"
     timeout 200 python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/varlen-code-$pad.json \
-      --json $OUT/r/by-hand-$pad.json | tail -1
+      --json $OUT/r/by-hand-$SEQ-$pad.json ${TRACE:+--trace $OUT/r/trace-$SEQ-$pad} | tail -1
   done
 }
-tests() { timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
+tests() { echo "=== the cuda-marked packed-attention tests [$(date +%T)]"; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
 {
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'

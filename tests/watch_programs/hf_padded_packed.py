@@ -3,7 +3,7 @@
 applied by hand (packed attention in place of SDPA), to hold the saving realised against the one promised.
 
     python hf_padded_packed.py [device] [dtype] [seq] [padding]                         # SDPA, padded (watch this)
-    python hf_padded_packed.py cuda bfloat16 1024 0.25 --code-from watch.json [--json realised.json]
+    python hf_padded_packed.py cuda bfloat16 1024 0.25 --code-from watch.json [--json realised.json] [--trace DIR]
 
 The batch: 8 sequences of ``seq`` tokens with ``padding`` of the keys padding (the first as long as ``seq``, the
 others spread around the mean that leaves; as ``report --padding``). With ``--code-from``, the program replaces
@@ -37,6 +37,7 @@ parser.add_argument("seq", nargs="?", type=int, default=64)
 parser.add_argument("padding", nargs="?", type=float, default=0.25)
 parser.add_argument("--code-from", metavar="REPORT", help="watch --report's JSON whose advised code to apply")
 parser.add_argument("--json", metavar="PATH", help="also write the result here")
+parser.add_argument("--trace", metavar="DIR", help="also write a torch.profiler trace of one step of each way there")
 args = parser.parse_args()
 device, dtype, seq = args.device, getattr(torch, args.dtype), args.seq
 
@@ -89,6 +90,21 @@ def timed_steps() -> tuple[float, torch.Tensor]:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e6, logits
+
+
+def traced(name: str) -> None:
+    """One more step of the current way, traced (CPU and CUDA) into ``--trace``/``name``.json."""
+    if not args.trace:
+        return
+    import os
+    os.makedirs(args.trace, exist_ok=True)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    with torch.profiler.profile() as prof:
+        step()
+        if device != "cpu":
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(os.path.join(args.trace, f"{name}.json"))
 
 
 def advised(report_path: str) -> tuple[str, float, str]:
@@ -147,6 +163,7 @@ def packed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
 
 
 sdpa_us, sdpa_logits = timed_steps()
+traced("sdpa")
 calls["n"] = 0
 step()
 F.scaled_dot_product_attention = packed_sdpa
@@ -155,6 +172,7 @@ step()
 per_step = calls["n"]
 last["batches"] = 0
 packed_us, packed_logits = timed_steps()
+traced("packed")
 F.scaled_dot_product_attention = sdpa
 real = keep.bool()
 diff = (packed_logits[real].float() - sdpa_logits[real].float()).abs().max().item()
