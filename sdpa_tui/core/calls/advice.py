@@ -42,12 +42,14 @@ class Alternative:
     first_call_s: float | None = None  # what its first call of a shape costs once, apart (FlexAttention compiles)
     per_batch_us: float | None = None  # packed attention: its once-per-batch part, a share of it in each clock above
     calls_per_batch: int = 1  # the calls that share that part (one per module on the batch's mask)
+    judged: str = ""  # code that leaves SDPA: the clock it was held against the call on, and why that one
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
                 "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
                 "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s,
-                "per_batch_us": self.per_batch_us, "calls_per_batch": self.calls_per_batch}
+                "per_batch_us": self.per_batch_us, "calls_per_batch": self.calls_per_batch,
+                "judged": self.judged or None}
 
 
 @dataclass(frozen=True)
@@ -106,13 +108,26 @@ def _rewritten(rewrite: Rewrite) -> tuple[Alternative, BackendRow] | None:
 
 
 @dataclass(frozen=True)
+class Beside:
+    """Code that leaves SDPA, measured with the call beside it (the same process, the same inputs): the code's host
+    time a call (``host``: launches only, its once-per-batch share in it) and the call's own clocks."""
+
+    host: Summary | None
+    call_host: Summary | None
+    call_gpu: Summary | None
+    call_eager: Summary | None
+
+
+@dataclass(frozen=True)
 class Measured:
     """An alternative measured outside the lab's session (FlexAttention, ``core/calls/flex_alternative.py``), with its
-    samples' summaries on the lab's two clocks, so the same noise rule judges it."""
+    samples' summaries on the lab's two clocks, so the same noise rule judges it; ``beside``: the call measured with
+    it, where it was (packed attention)."""
 
     alternative: Alternative
     eager: Summary | None
     gpu: Summary | None
+    beside: Beside | None = None
 
     def summary(self, clock: str) -> Summary | None:
         return self.gpu if clock == "gpu" else self.eager
@@ -142,12 +157,13 @@ def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
            differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
            refused: dict[str, str] | None = None, outside: Iterable[Measured] = (),
-           codes: dict[str, str] | None = None) -> SignatureAdvice:
+           codes: dict[str, str] | None = None, host_lead: Summary | None = None) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
     rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`); ``outside``:
     alternatives measured apart from the lab's session (FlexAttention); ``codes``: each backend's code as it was run
     against the call (``core/calls/call_code.backend_code``): a backend without one is listed with no code and never
-    advised (its code gave another output, or raised); where None, each gets the priority line alone."""
+    advised (its code gave another output, or raised); where None, each gets the priority line alone; ``host_lead``:
+    how far ahead of the GPU the program's host launched the call (:func:`host_room`)."""
     refused = refused or {}
     outside = list(outside)
     rows, clock = _lab_rows(session)
@@ -168,7 +184,9 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
     candidates = [(a, _summary(rows[Backend(a.backend)], clock), ours, clock) for a in backends
                   if a.backend != current and a.backend not in refused and a.code]
     candidates += [(a, _summary(r, clock), ours, clock) for a, r in changed if a.exact]
-    candidates += [_outside_candidate(m, now, clock) for m in outside if m.alternative.exact]
+    judged = [_outside_candidate(m, now, clock, host_lead) for m in outside]
+    alternatives = backends + tuple(a for a, _ in changed) + tuple(j[0] for j in judged)
+    candidates += [j for j, m in zip(judged, outside) if m.alternative.exact]
     # the largest saving first: on one clock, the fastest; an alternative with no GPU/call is held against the
     # call's backend on the eager clock
     winners = sorted((theirs.median - s.median, -s.median, -i) for i, (_, s, theirs, _) in enumerate(candidates)
@@ -188,15 +206,44 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                            measured_as=common.measured_as, differences=common.differences)
 
 
-def _outside_candidate(m: Measured, now: BackendRow, clock: str) -> tuple[Alternative, Summary | None,
-                                                                           Summary | None, str]:
-    """An alternative measured apart, with the call's backend's summary on the clock they share: the eager one where
-    it has no GPU/call (a CUDA graph could not capture its code). Where it has both, the clock on which it saves less:
-    code that leaves SDPA can cost the host far more than the GPU (SDPA on nested tensors, a training call on an H200:
-    0.36 ms of kernels, 8 to 17 ms eager), and a program waits on whichever is slower, which the eager clock shows."""
+def _outside_candidate(m: Measured, now: BackendRow, clock: str, host_lead: Summary | None = None,
+                       ) -> tuple[Alternative, Summary | None, Summary | None, str]:
+    """An alternative measured apart, with the call's summary on the clock they are compared on. Measured beside the
+    call, with the program's host lead known: :func:`host_room` decides the clock, against the call as measured
+    beside it. Otherwise the eager one where it has no GPU/call (a CUDA graph could not capture its code), and where
+    it has both, the clock on which it saves less (:func:`leaving_sdpa`)."""
+    if clock == "gpu" and m.beside is not None and host_lead is not None:
+        decided = host_room(m, host_lead)
+        if decided is not None:
+            ours, theirs, chosen, why = decided
+            return replace(m.alternative, judged=why), ours, theirs, chosen
     if clock == "gpu":
         return m.alternative, *leaving_sdpa(m.gpu, m.eager, now.gpu_us, now.eager_us)
     return m.alternative, m.summary(clock), _summary(now, clock), clock
+
+
+def host_room(m: Measured, host_lead: Summary) -> tuple[Summary, Summary, str, str] | None:
+    """The clock code that leaves SDPA is held against the call on in this program, from how far ahead of the GPU its
+    host launched the call (``host_lead``, from the profiled windows: 0 where the GPU waited for the launch) and what
+    the code costs the host beside the call. Torch's ``varlen_attn`` is a Python op and the packing is Python too:
+    a training call's code cost the host 1.9 ms against SDPA's 0.7 on an H100, for 0.9 ms of GPU against 1.8
+    (``docs/lab-notes/packed-attention.md``). Where the host stays ahead of the GPU by more than the code adds over
+    one batch's calls, the GPU still sets the pace and the saving is the GPU's (GPU/call, the code against the call
+    beside it); where it does not, the host sets it, and the code is held to the host clock. (its, the call's,
+    clock, why); None where a clock is missing."""
+    b, a = m.beside, m.alternative
+    if b is None or not (m.gpu and b.call_gpu and b.host and b.call_host):
+        return None
+    added = max(0.0, b.host.median - b.call_host.median) * a.calls_per_batch
+    lead = host_lead.median
+    facts = (f"the program's host launched this call {us_number(lead)} µs ahead of the GPU (median of the profiled "
+             f"calls); the code costs the host {us_number(b.host.median)} µs a call against SDPA's "
+             f"{us_number(b.call_host.median)}")
+    if lead > added:
+        return m.gpu, b.call_gpu, "gpu", (f"{facts}, {us_number(added)} µs more over the {a.calls_per_batch} call(s) on "
+                                          "one mask: the GPU sets the pace, held against the call on GPU/call")
+    return b.host, b.call_host, "host", (f"{facts}: the host sets the pace here, held against the call on the host "
+                                         "clock")
 
 
 def leaving_sdpa(gpu: Summary | None, eager: Summary | None, now_gpu: Summary | None,

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..stats import Summary
 from ..workload import Workload
-from .advice import Alternative, Measured
+from .advice import Alternative, Beside, Measured
 from .call_signature import DTYPE_NAMES, CallSignature
 from .flex_alternative import FlexCost
 from .mask_forms import CAUSAL_KEY_PADDING, KEY_PADDING
@@ -77,24 +77,46 @@ def code_parts(code: str) -> CodeParts:
 
 
 @dataclass(frozen=True)
+class CallClocks:
+    """SDPA called as the call was (its mask as passed, Q, K, V laid out as the call's), µs per call as samples: the
+    baseline a packed code is held against, measured beside it."""
+
+    eager_us: tuple[float, ...]
+    gpu_us: tuple[float, ...]
+    host_us: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"eager_us": list(self.eager_us), "gpu_us": list(self.gpu_us), "host_us": list(self.host_us)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CallClocks":
+        return cls(tuple(d.get("eager_us") or ()), tuple(d.get("gpu_us") or ()), tuple(d.get("host_us") or ()))
+
+
+@dataclass(frozen=True)
 class PackedCost(FlexCost):
     """A packed code's cost: the every-call part on the lab's clocks (:class:`FlexCost`'s fields, the once-per-batch
     part run before), and the once-per-batch part's host time per batch (``batch_eager_us``, samples: its waits for
     the GPU included, which stand for its cost on both clocks, since the GPU idles while the host waits) and its GPU
-    work (``batch_kernel_us``)."""
+    work (``batch_kernel_us``); the every-call part's host time (``host_us``) and the call's own clocks beside it
+    (``call``)."""
 
     batch_eager_us: tuple[float, ...] = ()
     batch_kernel_us: float | None = None
+    host_us: tuple[float, ...] = ()  # the every-call part on the host clock (``clocks.host_us``): launches only
+    call: CallClocks | None = None  # SDPA called as the call was, on the same inputs, in the same process
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "batch_eager_us": list(self.batch_eager_us),
-                "batch_kernel_us": self.batch_kernel_us}
+                "batch_kernel_us": self.batch_kernel_us, "host_us": list(self.host_us),
+                "call": self.call.to_dict() if self.call else None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PackedCost":
         flex = FlexCost.from_dict(d)
         return cls(**{f: getattr(flex, f) for f in flex.__dataclass_fields__},
-                   batch_eager_us=tuple(d.get("batch_eager_us") or ()), batch_kernel_us=d.get("batch_kernel_us"))
+                   batch_eager_us=tuple(d.get("batch_eager_us") or ()), batch_kernel_us=d.get("batch_kernel_us"),
+                   host_us=tuple(d.get("host_us") or ()), call=CallClocks.from_dict(d["call"]) if d.get("call") else None)
 
     @property
     def batch_us(self) -> float | None:
@@ -293,9 +315,10 @@ def refusal(device: str) -> str | None:
 
 
 def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measured:
-    """The alternative as the advice lists it (it leaves SDPA), with its eager and GPU/call summaries for the noise
-    rule: each per-call sample with the once-per-batch part's share (its host time over the spec's
-    ``calls_per_batch``) added; the code is the spec's, the text the measuring ran."""
+    """The alternative as the advice lists it (it leaves SDPA), with its eager, GPU/call and host summaries for the
+    noise rule: each per-call sample with the once-per-batch part's share (its host time over the spec's
+    ``calls_per_batch``) added, and the call's own clocks measured beside it; the code is the spec's, the text the
+    measuring ran."""
     batch_us = cost.batch_us
     share = (batch_us or 0.0) / spec.calls_per_batch
     eager = Summary.of(x + share for x in cost.eager_us)
@@ -308,7 +331,10 @@ def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measure
                               eager.median if eager else None, cost.error, cost.peak_mib, code,
                               leaves_sdpa=True,  # its first call compiles nothing: not said apart
                               per_batch_us=batch_us, calls_per_batch=spec.calls_per_batch)
-    return Measured(alternative, eager, gpu)
+    call = cost.call
+    beside = None if call is None else Beside(Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us),
+                                              Summary.of(call.gpu_us), Summary.of(call.eager_us))
+    return Measured(alternative, eager, gpu, beside)
 
 
 def lab_spec(workload: Workload, device: str) -> PackedSpec:

@@ -66,9 +66,11 @@ class BackwardRow:
     backend: str | None
     kernel_us: Summary | None
     kernels: tuple[str, ...]
+    lead_us: Summary | None = None  # how far ahead of the GPU the host launched the backward (CallRow.lead_us)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"backend": self.backend, "kernel_us": _summary_dict(self.kernel_us), "kernels": list(self.kernels)}
+        return {"backend": self.backend, "kernel_us": _summary_dict(self.kernel_us), "kernels": list(self.kernels),
+                "lead_us": _summary_dict(self.lead_us)}
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class CallRow:
     mask_form: str = ""  # its mask as core/calls/mask_forms names it, read at the first call ("": not read)
     lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
     layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (CallStats.layouts)
+    lead_us: Summary | None = None  # how far ahead of the GPU the host launched the call (0: the host is the bottleneck)
 
     @property
     def contended(self) -> bool:
@@ -120,6 +123,13 @@ class CallRow:
     def time_mark(self) -> str:
         """Follows its time where that was measured while the host was busy beyond the program."""
         return CONTENDED_MARK if self.contended and (self.kernel_us or self.host_us) else ""
+
+    @property
+    def host_lead(self) -> Summary | None:
+        """How far ahead of the GPU the program's host launched this call, in its tighter phase (the forward's or the
+        backward's, by median): the room the host has at this call for code that costs it more."""
+        leads = [s for s in (self.lead_us, self.backward.lead_us if self.backward else None) if s is not None]
+        return min(leads, key=lambda s: s.median) if leads else None
 
     @property
     def backward_us(self) -> float | None:
@@ -168,7 +178,7 @@ class CallRow:
             "sites": [{"site": site, "count": n} for site, n in self.sites], "sites_sampled": self.sites_sampled,
             "contended_calls": self.contended_calls, "contended": self.contended,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
-            "layouts": list(self.layouts),
+            "layouts": list(self.layouts), "lead_us": _summary_dict(self.lead_us),
         }
 
 
@@ -178,7 +188,8 @@ def _backward(items: list[CallStats]) -> BackwardRow | None:
         return None
     kernels = next((b.kernels for b in backs if b.kernels), [])
     backend = next((b.backend for b in backs if b.backend), None)
-    return BackwardRow(backend, Summary.of(x for b in backs for x in b.kernel_us), tuple(kernels))
+    return BackwardRow(backend, Summary.of(x for b in backs for x in b.kernel_us), tuple(kernels),
+                       Summary.of(x for b in backs for x in b.lead_us))
 
 
 def merged_sites(stats: Iterable[CallStats]) -> tuple[tuple[str, int], ...]:
@@ -242,7 +253,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             mask_strides=first.mask_strides, sites=merged_sites(stats),
             sites_sampled=any(st.sites_sampled for st in stats), contended_calls=sum(st.contended_calls for st in stats),
             mask_form=_one_form(st.mask_form for st in stats), lengths=tuple(h for st in stats for h in st.lengths),
-            layouts=first.layouts,
+            layouts=first.layouts, lead_us=Summary.of(x for st in stats for x in st.lead_us),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)

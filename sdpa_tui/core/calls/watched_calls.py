@@ -42,15 +42,17 @@ class BackwardStats:
     backend: str | None = None
     kernel_us: list[float] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
+    lead_us: list[float] = field(default_factory=list)  # per profiled backward, as CallStats.lead_us
 
     def to_dict(self) -> dict[str, Any]:
-        return {"backend": self.backend, "kernel_us": list(self.kernel_us), "kernels": list(self.kernels)}
+        return {"backend": self.backend, "kernel_us": list(self.kernel_us), "kernels": list(self.kernels),
+                "lead_us": list(self.lead_us)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "BackwardStats | None":
         if not d:
             return None
-        return cls(d.get("backend"), _floats(d.get("kernel_us")), list(d.get("kernels", ())))
+        return cls(d.get("backend"), _floats(d.get("kernel_us")), list(d.get("kernels", ())), _floats(d.get("lead_us")))
 
 
 OUTPUT_TOLERANCE = {"torch.float16": 5e-3, "torch.bfloat16": 3e-2, "torch.float32": 2e-3, "torch.float64": 1e-10}
@@ -147,6 +149,9 @@ class CallStats:
     # key-padding masks: the real lengths of sampled calls' batches, each as a histogram (length -> sequences)
     lengths: list[dict[int, int]] = field(default_factory=list)
     layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (LAYOUTS; "": other)
+    # per profiled call: how far ahead of the GPU the host was when it launched the call's first kernel (µs; 0: the
+    # GPU waited for the launch, the host is the program's bottleneck there)
+    lead_us: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,7 +167,7 @@ class CallStats:
             "compiled_fn": self.compiled_fn, "eager_backend": self.eager_backend,
             "contended_calls": self.contended_calls, "mask_form": self.mask_form,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
-            "layouts": list(self.layouts),
+            "layouts": list(self.layouts), "lead_us": list(self.lead_us),
         }
 
     @classmethod
@@ -184,6 +189,7 @@ class CallStats:
             sites_sampled=bool(d.get("sites_sampled", False)),
             contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
             lengths=lengths_from(d.get("lengths")), layouts=tuple(str(x) for x in d.get("layouts") or ()),
+            lead_us=_floats(d.get("lead_us")),
         )
 
     def site_counts(self) -> dict[str, float]:

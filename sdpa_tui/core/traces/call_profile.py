@@ -39,6 +39,7 @@ _EPS_US = 1e-3
 class Activity:
     name: str
     duration_us: float
+    lead_us: float | None = None  # from its launch call's return to its start on the GPU: how far the host was ahead
 
 
 @dataclass
@@ -63,6 +64,17 @@ class ProfiledCall:
     @property
     def backward_us(self) -> float | None:
         return None if self.backward is None else sum(a.duration_us for a in self.backward)
+
+    @property
+    def lead_us(self) -> float | None:
+        """How far ahead of the GPU the host was when it launched the call's first kernel (µs; 0: the GPU waited for
+        the launch), or None where the trace does not say."""
+        return self.activities[0].lead_us if self.activities else None
+
+    @property
+    def backward_lead_us(self) -> float | None:
+        """The same for the call's backward."""
+        return self.backward[0].lead_us if self.backward else None
 
 
 @dataclass
@@ -110,23 +122,24 @@ class _Index:
         self.gpu_us = sum(float(e["dur"]) for e in gpu)
         # CUPTI may hand back a whole window's records with no timing (ts = dur = 0): such a call has no time
         self.untimed = sum(1 for e in gpu if not e["ts"] and not e["dur"])
-        # launch time → the activity it launched, per thread, in time order
-        self.launched: dict[tuple, list[tuple[float, Event]]] = defaultdict(list)
+        # launch time → the activity it launched and its lead (its start on the GPU after the launch call's return),
+        # per thread, in time order
+        self.launched: dict[tuple, list[tuple[float, Event, float]]] = defaultdict(list)
         for e in gpu:
             launch = launches.get((e.get("args") or {}).get("correlation"))
             if launch is not None:
-                self.launched[(launch.get("pid"), launch.get("tid"))].append((launch["ts"], e))
+                lead = max(0.0, float(e["ts"]) - float(launch["ts"]) - float(launch["dur"]))
+                self.launched[(launch.get("pid"), launch.get("tid"))].append((launch["ts"], e, lead))
         for items in self.launched.values():
             items.sort(key=lambda item: item[0])
-        self.launch_times = {thread: [ts for ts, _ in items] for thread, items in self.launched.items()}
+        self.launch_times = {thread: [item[0] for item in items] for thread, items in self.launched.items()}
 
     def activities(self, thread: tuple, outer: Event) -> list[Activity]:
         start, end = outer["ts"] - _EPS_US, outer["ts"] + outer["dur"] + _EPS_US
         items = self.launched.get(thread, [])
         times = self.launch_times.get(thread, [])
-        found = [e for _, e in items[bisect_left(times, start):bisect_right(times, end)]]
-        found.sort(key=lambda e: e["ts"])
-        return [Activity(str(e.get("name", "")), float(e["dur"])) for e in found]
+        found = sorted(items[bisect_left(times, start):bisect_right(times, end)], key=lambda item: item[1]["ts"])
+        return [Activity(str(e.get("name", "")), float(e["dur"]), lead) for _, e, lead in found]
 
     def inside(self, thread: tuple, outer: Event) -> list[Event]:
         """The thread's CPU events inside ``outer`` (those starting in it, by bisection)."""

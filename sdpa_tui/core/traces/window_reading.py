@@ -41,16 +41,18 @@ def read_window(trace: dict[str, Any]) -> WindowReading:
 
 
 def _call_dict(c: ProfiledCall) -> dict[str, Any]:
-    return {"name": c.name, "backend": c.backend, "activities": [[a.name, a.duration_us] for a in c.activities],
-            "backward_backend": c.backward_backend,
-            "backward": None if c.backward is None else [[a.name, a.duration_us] for a in c.backward],
+    def acts(items: list[Activity]) -> list[list[Any]]:
+        return [[a.name, a.duration_us, a.lead_us] for a in items]
+
+    return {"name": c.name, "backend": c.backend, "activities": acts(c.activities),
+            "backward_backend": c.backward_backend, "backward": None if c.backward is None else acts(c.backward),
             "shapes": [list(s) for s in c.shapes], "dtype": c.dtype, "cpu_us": c.cpu_us, "graph": c.graph,
             "run": c.run}
 
 
 def _call(d: dict[str, Any]) -> ProfiledCall:
-    def acts(items):
-        return [Activity(str(name), float(us)) for name, us in items]
+    def acts(items):  # [name, µs, lead µs or None]
+        return [Activity(str(name), float(us), None if lead is None else float(lead)) for name, us, lead in items]
 
     return ProfiledCall(
         str(d["name"]), d.get("backend"), acts(d.get("activities", ())), d.get("backward_backend"),

@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 
 from ...core.calls.mask_forms import CAUSAL_KEY_PADDING
-from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, PackedCost, PackedSpec, code_parts
+from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, CallClocks, PackedCost, PackedSpec, code_parts
 from ..measuring import cpu_threads
-from ..measuring.clocks import eager_us
+from ..measuring.clocks import eager_us, host_us
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs, kept_keys
@@ -141,6 +141,8 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     if spec.layouts:  # as the call's Q, K, V lay in memory: the gathers cost what they cost the program
         inputs.q, inputs.k, inputs.v = (laid_out(t, layout) for t, layout in zip((inputs.q, inputs.k, inputs.v),
                                                                                  spec.layouts))
+        if inputs.grad_out is not None:  # the output's gradient comes back as the queries went in (transformers
+            inputs.grad_out = laid_out(inputs.grad_out, spec.layouts[0])  # transposes both the same way)
     keep = kept_keys(spec.workload, device)
     attn_mask, kept = passed_mask(spec, keep, inputs.q.dtype)
     names = {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask}
@@ -169,7 +171,33 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     clocks = timed(step, device)
     batch_eager, batch_kernel = batch_clocks(code, names, device)
     return PackedCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
-                      agreement, batch_eager, batch_kernel)
+                      agreement, batch_eager, batch_kernel, host_samples(step, device),
+                      call_clocks(inputs, attn_mask, spec, device))
+
+
+def host_samples(step: Callable[[], object], device: torch.device) -> tuple[float, ...]:
+    """``step`` on the host clock (``clocks.host_us``), the lab's number of samples."""
+    return tuple(host_us(step, device) for _ in range(SAMPLES))
+
+
+def call_clocks(inputs: Inputs, attn_mask: torch.Tensor, spec: PackedSpec, device: torch.device) -> CallClocks:
+    """SDPA called as the call was, on the code's own inputs (laid out as the call's, its mask as passed), on the same
+    clocks in the same process: the baseline the code is held against (the lab's backends ran on contiguous inputs
+    in another process)."""
+    q, k, v = inputs.q, inputs.k, inputs.v
+
+    def call() -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=spec.scale,
+                                              enable_gqa=spec.workload.gqa)
+
+    step: Callable[[], object] = call
+    if spec.workload.backward:
+        def step() -> object:
+            return torch.autograd.grad(call(), (q, k, v), inputs.grad_out)
+    for _ in range(3):
+        step()
+    clocks = timed(step, device)
+    return CallClocks(clocks.eager, clocks.gpu, host_samples(step, device))
 
 
 def measure_spec(spec: PackedSpec) -> dict[str, dict]:

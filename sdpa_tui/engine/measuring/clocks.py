@@ -51,6 +51,24 @@ def eager_us(step: Callable[[], object], device: torch.device, calls: int) -> fl
     return (time.perf_counter() - start) * 1e6 / calls
 
 
+HOST_CALLS = 8
+"""Calls per host-clock sample: few enough that their launches do not fill the GPU's queue (about a thousand), which
+would make the host wait for the GPU."""
+
+
+def host_us(step: Callable[[], object], device: torch.device, calls: int = HOST_CALLS) -> float:
+    """The host's own time per call: back-to-back calls timed before the synchronize, while the GPU is still behind
+    (a call that waits for the GPU inside makes this its eager time). What the call costs a program whose host,
+    not its GPU, is the bottleneck."""
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        step()
+    elapsed = time.perf_counter() - start
+    synchronize(device)
+    return elapsed * 1e6 / calls
+
+
 def calls_for(target_us: float, per_call_us: float, cap: int) -> int:
     """How many calls make a loop of about ``target_us``."""
     return max(1, min(cap, math.ceil(target_us / max(per_call_us, 1e-3))))

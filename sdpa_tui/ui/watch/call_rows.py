@@ -141,6 +141,8 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
             first += (f", with 1/{a.calls_per_batch} of its once-per-batch {duration(a.per_batch_us)} "
                       f"({'one call' if a.calls_per_batch == 1 else f'{a.calls_per_batch} modules'} on one mask)")
         lines.append(f"  {name:<28} {shown:>10}{err}{exact}{first}")
+        if a.judged:
+            lines.append(f"    {a.judged}")
     if advice.best is not None:
         saving = advice.saving_us_per_call or 0.0
         lines += [f"best    {backend_label(advice.best.backend)}: saves {duration(saving)} per call, "

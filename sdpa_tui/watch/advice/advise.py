@@ -315,7 +315,8 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
             outside = ([flexed[i]] if i in flexed else []) + packed.get(i, [])
             advice[i] = advise(session, row.backend, row.signature.priority, differences, rewrites.get(i, ()),
                                refused_backends(row.why_not), outside,
-                               {b.value: checked[i][b.value] for b in ALL_BACKENDS if b.value in checked[i]})
+                               {b.value: checked[i][b.value] for b in ALL_BACKENDS if b.value in checked[i]},
+                               row.host_lead)
             if row.compiled:
                 advice[i] = compiled_advice(advice[i], row.eager_backend)
                 spec = cost_spec(row, row.eager_twin)

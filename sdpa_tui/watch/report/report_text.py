@@ -281,6 +281,9 @@ def details_facts(row: CallRow, shared: Reasons) -> list[tuple[str, str]]:
                                      else "")))
     if row.share_of_gpu is not None:
         facts.append(("GPU share", f"{row.share_of_gpu:.1%} of the program's GPU time in the profiled windows"))
+    lead = host_lead_text(row)
+    if lead:
+        facts.append(("host lead", lead))
     check = check_fact(row)
     if check:
         facts.append(("check", check))
@@ -288,11 +291,28 @@ def details_facts(row: CallRow, shared: Reasons) -> list[tuple[str, str]]:
 
 
 def more_lines(row: CallRow, advice: SignatureAdvice | None) -> list[str]:
-    """A compiled row's graph against its eager twin, a distributed row's ranks, a compiled call's measured cost."""
+    """A compiled row's graph against its eager twin, a distributed row's ranks, how code that leaves SDPA was judged
+    in this program, a compiled call's measured cost."""
     more = [*compiled_lines(row), *per_rank_lines(row), *gradient_text.row_lines(row)]
+    if advice is not None:
+        more += [f"{backend_label(a.backend)}: {a.judged}" for a in advice.alternatives if a.judged]
     if advice is not None and advice.compiled_cost is not None:
         more += cost_lines(advice.compiled_cost)
     return more
+
+
+def host_lead_text(row: CallRow) -> str:
+    """How far ahead of the GPU the host launched the call (and its backward): the room the program's host has at
+    this call for code that costs it more (``advice.host_room``); "" where no call was profiled."""
+    leads = [(name, s) for name, s in (("forward", row.lead_us),
+                                       ("backward", row.backward.lead_us if row.backward else None)) if s]
+    if not leads:
+        return ""
+    parts = [f"{name} {duration(s.median)}" + (f" (p10 {duration(s.p10)})" if s.p10 is not None else "")
+             for name, s in leads]
+    waited = any(s.median < 1.0 for _, s in leads)
+    return ", ".join(parts) + " ahead of the GPU at the launch" + ("; under 1 µs: the GPU waited for the host there"
+                                                                    if waited else "")
 
 
 def check_fact(row: CallRow) -> str:

@@ -71,11 +71,11 @@ class Entry:
         return CallStats(
             s.signature, self.count, s.site, s.module, s.backend, s.choice_error, dict(s.why_not),
             list(s.kernel_us), list(s.host_us), list(s.kernels), s.first_call_us,
-            BackwardStats(back.backend, list(back.kernel_us), list(back.kernels)) if back else None,
+            BackwardStats(back.backend, list(back.kernel_us), list(back.kernels), list(back.lead_us)) if back else None,
             list(s.modules), s.profiled_us, s.compiled, s.count_exact, s.compiled_fn, s.eager_backend, s.mask_causal,
             replace(s.check, backward=s.check.backward.copy() if s.check.backward else None), s.decomposed,
             s.mask_strides, dict(s.sites), s.sites_sampled, mask_form=s.mask_form,
-            lengths=[dict(h) for h in s.lengths], layouts=s.layouts,
+            lengths=[dict(h) for h in s.lengths], layouts=s.layouts, lead_us=list(s.lead_us),
         )
 
 
@@ -157,24 +157,29 @@ class ReadingSink:
         if call.activities and not first:
             keep_sample(stats.kernel_us, call.kernel_us)
             stats.kernels = _names(call)
+            if call.lead_us is not None:
+                keep_sample(stats.lead_us, call.lead_us)
         elif call.activities and not stats.kernels:
             stats.kernels = _names(call)
         elif not entry.cuda and stats.compiled and call.cpu_us:
             keep_sample(stats.host_us, call.cpu_us)  # on the CPU the op does the work on the calling thread
         if call.backward is not None:
             _add_backward(stats, call.backward_backend, call.backward_us if call.backward else None,
-                          _names(ProfiledCall("", None, call.backward)))
+                          _names(ProfiledCall("", None, call.backward)), None if first else call.backward_lead_us)
         if not first:
             entry.profiled += 1
         if entry.profiled >= entry.needed:
             entry.wanted = False
 
 
-def _add_backward(stats: CallStats, backend: str | None, kernel_us: float | None, kernels: list[str]) -> None:
+def _add_backward(stats: CallStats, backend: str | None, kernel_us: float | None, kernels: list[str],
+                  lead_us: float | None = None) -> None:
     back = stats.backward = stats.backward or BackwardStats()
     back.backend = backend or back.backend
     if kernel_us is not None:
         keep_sample(back.kernel_us, kernel_us)
+    if lead_us is not None:
+        keep_sample(back.lead_us, lead_us)
     if kernels:
         back.kernels = kernels
 
