@@ -111,9 +111,11 @@ def advised(report_path: str) -> tuple[str, float, str]:
     """The padded call's advised code, its promised saving per call (µs) and the clock it was measured on."""
     with open(report_path) as f:
         report = json.load(f)
-    padded = [c for c in report["calls"] if c["mask"]["form"] in ("key_padding", "causal_key_padding") and c["best"]]
+    padded = [c for c in report["calls"] if c["mask"]["form"] in ("key_padding", "causal_key_padding") and c["best"]
+              and c["grad"]]  # the training steps' calls: the steps timed here
     if not padded:
-        raise SystemExit(f"{report_path}: no padded call has advice (nothing faster beyond noise, or not measured)")
+        raise SystemExit(f"{report_path}: no padded training call has advice (nothing faster beyond noise, or not "
+                         "measured)")
     call = max(padded, key=lambda c: c["count"])
     return call["best"]["code"], call["saving_us_per_call"], call["advice"]["clock"]
 

@@ -116,6 +116,18 @@ class Beside:
     call_host: Summary | None
     call_gpu: Summary | None
     call_eager: Summary | None
+    host_forward: Summary | None = None  # under autograd: the forward alone (the rest is the backward's)
+    call_host_forward: Summary | None = None
+
+
+@dataclass(frozen=True)
+class HostLead:
+    """How far ahead of the GPU a program's host launched a call's first kernel, and its backward's (µs, from the
+    profiled windows: 0 where the GPU waited for the launch). The profiler slows the host, so the program's own lead
+    is at least this."""
+
+    forward: Summary | None
+    backward: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,7 @@ def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
 def advise(session: Session, current: str | None, priority: Sequence[str] = (),
            differences: Iterable[str] = (), rewrites: Iterable[Rewrite] = (),
            refused: dict[str, str] | None = None, outside: Iterable[Measured] = (),
-           codes: dict[str, str] | None = None, host_lead: Summary | None = None) -> SignatureAdvice:
+           codes: dict[str, str] | None = None, host_lead: HostLead | None = None) -> SignatureAdvice:
     """The advice for a call that ran ``current``, from the lab's measurement of its workload (and of each
     rewrite's); ``refused``: backends torch refuses for the call itself (:func:`refused_backends`); ``outside``:
     alternatives measured apart from the lab's session (FlexAttention); ``codes``: each backend's code as it was run
@@ -206,7 +218,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                            measured_as=common.measured_as, differences=common.differences)
 
 
-def _outside_candidate(m: Measured, now: BackendRow, clock: str, host_lead: Summary | None = None,
+def _outside_candidate(m: Measured, now: BackendRow, clock: str, host_lead: HostLead | None = None,
                        ) -> tuple[Alternative, Summary | None, Summary | None, str]:
     """An alternative measured apart, with the call's summary on the clock they are compared on. Measured beside the
     call, with the program's host lead known: :func:`host_room` decides the clock, against the call as measured
@@ -222,28 +234,35 @@ def _outside_candidate(m: Measured, now: BackendRow, clock: str, host_lead: Summ
     return m.alternative, m.summary(clock), _summary(now, clock), clock
 
 
-def host_room(m: Measured, host_lead: Summary) -> tuple[Summary, Summary, str, str] | None:
-    """The clock code that leaves SDPA is held against the call on in this program, from how far ahead of the GPU its
-    host launched the call (``host_lead``, from the profiled windows: 0 where the GPU waited for the launch) and what
-    the code costs the host beside the call. Torch's ``varlen_attn`` is a Python op and the packing is Python too:
-    a training call's code cost the host 1.9 ms against SDPA's 0.7 on an H100, for 0.9 ms of GPU against 1.8
-    (``docs/lab-notes/packed-attention.md``). Where the host stays ahead of the GPU by more than the code adds over
-    one batch's calls, the GPU still sets the pace and the saving is the GPU's (GPU/call, the code against the call
-    beside it); where it does not, the host sets it, and the code is held to the host clock. (its, the call's,
-    clock, why); None where a clock is missing."""
+def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] | None:
+    """The clock code that leaves SDPA is held against the call on in this program: (its, the call's, clock, why), or
+    None where a clock or a lead is missing. Torch's ``varlen_attn`` is a Python op and the packing is Python too: a
+    training call's code cost the host 1.9 ms against SDPA's 0.7 on an H100, for 0.9 ms of GPU against 1.8
+    (``docs/lab-notes/packed-attention.md``). Where, in each phase (forward, backward), the host ran ahead of the GPU
+    by more than the code adds to it over one batch's calls, the GPU still sets the pace and the saving is the
+    GPU's (GPU/call, the code against the call measured beside it); where it did not, the host sets it, and the code
+    is held to the host clock."""
     b, a = m.beside, m.alternative
     if b is None or not (m.gpu and b.call_gpu and b.host and b.call_host):
         return None
-    added = max(0.0, b.host.median - b.call_host.median) * a.calls_per_batch
-    lead = host_lead.median
-    facts = (f"the program's host launched this call {us_number(lead)} µs ahead of the GPU (median of the profiled "
-             f"calls); the code costs the host {us_number(b.host.median)} µs a call against SDPA's "
-             f"{us_number(b.call_host.median)}")
-    if lead > added:
-        return m.gpu, b.call_gpu, "gpu", (f"{facts}, {us_number(added)} µs more over the {a.calls_per_batch} call(s) on "
-                                          "one mask: the GPU sets the pace, held against the call on GPU/call")
-    return b.host, b.call_host, "host", (f"{facts}: the host sets the pace here, held against the call on the host "
-                                         "clock")
+    n = a.calls_per_batch
+    if b.host_forward and b.call_host_forward:  # a training call: its forward and its backward, each with its lead
+        forward = b.host_forward.median - b.call_host_forward.median
+        phases = [("forward", forward, lead.forward),
+                  ("backward", b.host.median - b.call_host.median - forward, lead.backward)]
+    else:
+        phases = [("forward", b.host.median - b.call_host.median, lead.forward)]
+    if any(added > 0 and ahead is None for _, added, ahead in phases):
+        return None  # a phase the code slows on the host whose lead was not read
+    said = "; ".join(f"{name}: the host ran {us_number(ahead.median)} µs ahead of the GPU, the code adds "
+                     f"{us_number(max(0.0, added) * n)} µs of host time over the {n} call(s) on one mask"
+                     for name, added, ahead in phases if ahead is not None)
+    heard = (f"the code costs the host {us_number(b.host.median)} µs a call against SDPA's "
+             f"{us_number(b.call_host.median)} ({said}; leads are medians of the profiled calls, and the profiler "
+             "slows the host)")
+    if all(added <= 0 or ahead.median > added * n for _, added, ahead in phases if ahead is not None):
+        return m.gpu, b.call_gpu, "gpu", f"{heard}: the GPU sets the pace, held against the call on GPU/call"
+    return b.host, b.call_host, "host", f"{heard}: the host sets the pace, held against the call on the host clock"
 
 
 def leaving_sdpa(gpu: Summary | None, eager: Summary | None, now_gpu: Summary | None,

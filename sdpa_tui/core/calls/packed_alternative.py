@@ -84,13 +84,16 @@ class CallClocks:
     eager_us: tuple[float, ...]
     gpu_us: tuple[float, ...]
     host_us: tuple[float, ...]
+    host_forward_us: tuple[float, ...] = ()  # under autograd: the forward alone on the host clock
 
     def to_dict(self) -> dict[str, Any]:
-        return {"eager_us": list(self.eager_us), "gpu_us": list(self.gpu_us), "host_us": list(self.host_us)}
+        return {"eager_us": list(self.eager_us), "gpu_us": list(self.gpu_us), "host_us": list(self.host_us),
+                "host_forward_us": list(self.host_forward_us)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallClocks":
-        return cls(tuple(d.get("eager_us") or ()), tuple(d.get("gpu_us") or ()), tuple(d.get("host_us") or ()))
+        return cls(tuple(d.get("eager_us") or ()), tuple(d.get("gpu_us") or ()), tuple(d.get("host_us") or ()),
+                   tuple(d.get("host_forward_us") or ()))
 
 
 @dataclass(frozen=True)
@@ -104,19 +107,21 @@ class PackedCost(FlexCost):
     batch_eager_us: tuple[float, ...] = ()
     batch_kernel_us: float | None = None
     host_us: tuple[float, ...] = ()  # the every-call part on the host clock (``clocks.host_us``): launches only
+    host_forward_us: tuple[float, ...] = ()  # under autograd: its forward alone on the host clock
     call: CallClocks | None = None  # SDPA called as the call was, on the same inputs, in the same process
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "batch_eager_us": list(self.batch_eager_us),
                 "batch_kernel_us": self.batch_kernel_us, "host_us": list(self.host_us),
-                "call": self.call.to_dict() if self.call else None}
+                "host_forward_us": list(self.host_forward_us), "call": self.call.to_dict() if self.call else None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PackedCost":
         flex = FlexCost.from_dict(d)
         return cls(**{f: getattr(flex, f) for f in flex.__dataclass_fields__},
                    batch_eager_us=tuple(d.get("batch_eager_us") or ()), batch_kernel_us=d.get("batch_kernel_us"),
-                   host_us=tuple(d.get("host_us") or ()), call=CallClocks.from_dict(d["call"]) if d.get("call") else None)
+                   host_us=tuple(d.get("host_us") or ()), host_forward_us=tuple(d.get("host_forward_us") or ()),
+                   call=CallClocks.from_dict(d["call"]) if d.get("call") else None)
 
     @property
     def batch_us(self) -> float | None:
@@ -332,8 +337,9 @@ def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measure
                               leaves_sdpa=True,  # its first call compiles nothing: not said apart
                               per_batch_us=batch_us, calls_per_batch=spec.calls_per_batch)
     call = cost.call
-    beside = None if call is None else Beside(Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us),
-                                              Summary.of(call.gpu_us), Summary.of(call.eager_us))
+    beside = None if call is None else Beside(
+        Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us), Summary.of(call.gpu_us),
+        Summary.of(call.eager_us), Summary.of(x + share for x in cost.host_forward_us), Summary.of(call.host_forward_us))
     return Measured(alternative, eager, gpu, beside)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ..backends import ALL_BACKENDS
 from ..dispatch_environment import DispatchEnvironment
 from ..stats import Summary
-from .advice import AdviceProgress, RunAdvice, SignatureAdvice
+from .advice import AdviceProgress, HostLead, RunAdvice, SignatureAdvice
 from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .flex_alternative import FLEX, FLEX_LABEL
@@ -125,11 +125,10 @@ class CallRow:
         return CONTENDED_MARK if self.contended and (self.kernel_us or self.host_us) else ""
 
     @property
-    def host_lead(self) -> Summary | None:
-        """How far ahead of the GPU the program's host launched this call, in its tighter phase (the forward's or the
-        backward's, by median): the room the host has at this call for code that costs it more."""
-        leads = [s for s in (self.lead_us, self.backward.lead_us if self.backward else None) if s is not None]
-        return min(leads, key=lambda s: s.median) if leads else None
+    def host_lead(self) -> HostLead | None:
+        """How far ahead of the GPU the program's host launched this call and its backward, where profiled."""
+        back = self.backward.lead_us if self.backward else None
+        return HostLead(self.lead_us, back) if self.lead_us or back else None
 
     @property
     def backward_us(self) -> float | None:

@@ -172,6 +172,7 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     batch_eager, batch_kernel = batch_clocks(code, names, device)
     return PackedCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
                       agreement, batch_eager, batch_kernel, host_samples(step, device),
+                      host_samples(out, device) if spec.workload.backward else (),
                       call_clocks(inputs, attn_mask, spec, device))
 
 
@@ -197,7 +198,8 @@ def call_clocks(inputs: Inputs, attn_mask: torch.Tensor, spec: PackedSpec, devic
     for _ in range(3):
         step()
     clocks = timed(step, device)
-    return CallClocks(clocks.eager, clocks.gpu, host_samples(step, device))
+    return CallClocks(clocks.eager, clocks.gpu, host_samples(step, device),
+                      host_samples(call, device) if spec.workload.backward else ())
 
 
 def measure_spec(spec: PackedSpec) -> dict[str, dict]:
