@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex; HIDDEN the model's hidden size, 1024); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu/gpu-env.sh
@@ -24,10 +24,11 @@ watched() {
   for pad in ${PADS:-0.25 0.6}; do
     echo "=== watch: the Llama on a batch padded $pad (SDPA) [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} ${WATCH_FLAGS:-} -- \
-      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad
+      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024}
     echo "=== the same program, the advised code applied by hand, watched again [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-packed-$pad.json --advice-budget 30 -- \
-      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/watch-padded-$pad.json \
+      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024} \
+      --code-from $OUT/r/watch-padded-$pad.json \
       --json $OUT/r/realised-$pad.json
     python3 - "$OUT/r/realised-$pad.json" <<'PY'
 import json, sys

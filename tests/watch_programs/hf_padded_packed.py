@@ -37,6 +37,8 @@ parser.add_argument("seq", nargs="?", type=int, default=64)
 parser.add_argument("padding", nargs="?", type=float, default=0.25)
 parser.add_argument("--code-from", metavar="REPORT", help="watch --report's JSON whose advised code to apply")
 parser.add_argument("--json", metavar="PATH", help="also write the result here")
+parser.add_argument("--hidden", type=int, default=1024, help="the model's hidden size on a GPU (16 heads; the MLP "
+                    "twice as wide): more GPU work per layer for the same host work")
 parser.add_argument("--trace", metavar="DIR", help="also write a torch.profiler trace of one step of each way there")
 args = parser.parse_args()
 device, dtype, seq = args.device, getattr(torch, args.dtype), args.seq
@@ -58,7 +60,8 @@ def lengths_for_padding(batch: int, padded: int, padding: float) -> list[int]:
 torch.manual_seed(0)
 big = device != "cpu"
 model = LlamaForCausalLM(LlamaConfig(
-    vocab_size=1024 if big else 128, hidden_size=1024 if big else 64, intermediate_size=2048 if big else 128,
+    vocab_size=1024 if big else 128, hidden_size=args.hidden if big else 64,
+    intermediate_size=2 * args.hidden if big else 128,
     num_hidden_layers=8 if big else 2, num_attention_heads=16 if big else 4, num_key_value_heads=4 if big else 2,
     max_position_embeddings=max(4096, seq), attn_implementation="sdpa",
 )).to(device, dtype)
