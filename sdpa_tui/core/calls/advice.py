@@ -122,9 +122,8 @@ class Beside:
 
 @dataclass(frozen=True)
 class HostLead:
-    """How far ahead of the GPU a program's host launched a call's first kernel, and its backward's (µs, from the
-    profiled windows: 0 where the GPU waited for the launch). The profiler slows the host, so the program's own lead
-    is at least this."""
+    """How far ahead of the GPU a program's host made a call (µs; 0 where the GPU waited for it), and launched its
+    backward (in the profiled windows, where the profiler slows the host: the program's own lead is at least that)."""
 
     forward: Summary | None
     backward: Summary | None = None
@@ -258,8 +257,8 @@ def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] 
                      f"{us_number(max(0.0, added) * n)} µs of host time over the {n} call(s) on one mask"
                      for name, added, ahead in phases if ahead is not None)
     heard = (f"the code costs the host {us_number(b.host.median)} µs a call against SDPA's "
-             f"{us_number(b.call_host.median)} ({said}; leads are medians of the profiled calls, and the profiler "
-             "slows the host)")
+             f"{us_number(b.call_host.median)} ({said}; medians: the forward's read outside the profiler, the "
+             "backward's in its windows, where it slows the host)")
     if all(added <= 0 or ahead.median > added * n for _, added, ahead in phases if ahead is not None):
         return m.gpu, b.call_gpu, "gpu", f"{heard}: the GPU sets the pace, held against the call on GPU/call"
     return b.host, b.call_host, "host", f"{heard}: the host sets the pace, held against the call on the host clock"

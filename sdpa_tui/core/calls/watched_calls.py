@@ -42,7 +42,9 @@ class BackwardStats:
     backend: str | None = None
     kernel_us: list[float] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
-    lead_us: list[float] = field(default_factory=list)  # per profiled backward, as CallStats.lead_us
+    # per profiled backward: how far ahead of the GPU autograd's thread launched its first kernel (in a window: the
+    # profiler slows the host, so the program's own lead is at least this)
+    lead_us: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "kernel_us": list(self.kernel_us), "kernels": list(self.kernels),
@@ -149,8 +151,8 @@ class CallStats:
     # key-padding masks: the real lengths of sampled calls' batches, each as a histogram (length -> sequences)
     lengths: list[dict[int, int]] = field(default_factory=list)
     layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (LAYOUTS; "": other)
-    # per profiled call: how far ahead of the GPU the host was when it launched the call's first kernel (µs; 0: the
-    # GPU waited for the launch, the host is the program's bottleneck there)
+    # per read call: how far ahead of the GPU the host was when it made the call (µs; 0: the GPU waited for it, the
+    # host is the program's bottleneck there), read outside the profiler's windows (``watch/probe/host_lead.py``)
     lead_us: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -66,14 +66,9 @@ class ProfiledCall:
         return None if self.backward is None else sum(a.duration_us for a in self.backward)
 
     @property
-    def lead_us(self) -> float | None:
-        """How far ahead of the GPU the host was when it launched the call's first kernel (µs; 0: the GPU waited for
-        the launch), or None where the trace does not say."""
-        return self.activities[0].lead_us if self.activities else None
-
-    @property
     def backward_lead_us(self) -> float | None:
-        """The same for the call's backward."""
+        """How far ahead of the GPU autograd's thread launched the call's backward's first kernel (µs; 0: the GPU
+        waited for the launch), or None where the trace does not say."""
         return self.backward[0].lead_us if self.backward else None
 
 

@@ -31,6 +31,7 @@ from .checks.gradient_sentinel import CallTensors, GradientSentinel, SignatureGr
 from .explain import choice, origin, padding
 from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
+from .host_lead import LeadClock
 from .kernels.bursts import KernelBursts
 from .kernels.profile_readings import Entry, ReadingSink, keep_sample
 from .kernels.window_backwards import WindowBackwards
@@ -76,6 +77,7 @@ class Probe:
         # calls counted but not inspected (uninspected.py): SDPA inside C++, on nested tensors
         self.uninspected: list[UninspectedCalls] = [self.nested]
         self.rebindings = Rebindings()  # what install() rebound in torch, for uninstall() to put back
+        self.leads = LeadClock()  # how far ahead of the GPU the host makes its calls, read after each window
 
     @property
     def entries(self) -> list[Entry]:
@@ -174,6 +176,9 @@ class Probe:
         tap = None
         if entry.gradients is not None:  # its backward is watched: SDPA runs on views whose gradients are seen
             tap = self.gradients.wrap(entry.gradients, count, q, k, v, mask, dropout_p, causal, scale, gqa)
+        if entry.cuda:
+            self.leads.collect()
+            self.leads.sample(entry, q.device)
         t0 = time.perf_counter_ns()
         if tap is None:
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
@@ -222,6 +227,8 @@ class Probe:
             covered = self.covered()
             if bursts.should_stop(covered):
                 bursts.stop(wanted_left=not covered, sampled=sum(self.in_burst.values()))
+                if torch.cuda.is_initialized():  # the stop waited for the GPU: the host's and its clocks meet
+                    self.leads.anchor_now()
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
@@ -342,6 +349,7 @@ class Probe:
         try:
             if self.bursts.active:
                 self.bursts.stop(final=True)
+            self.leads.collect()
             self.collect()
             self.gradients.poll(self.gradient_states(), wait=True)
         except Exception:  # noqa: BLE001
@@ -364,6 +372,7 @@ class Probe:
         self.rank = RankInfo()
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
+        self.leads = LeadClock()
         self.flag_state.after_fork_in_child()
         start_over(self.uninspected)
         if self.sender is not None:

@@ -302,17 +302,17 @@ def more_lines(row: CallRow, advice: SignatureAdvice | None) -> list[str]:
 
 
 def host_lead_text(row: CallRow) -> str:
-    """How far ahead of the GPU the host launched the call (and its backward): the room the program's host has at
-    this call for code that costs it more (``advice.host_room``); "" where no call was profiled."""
-    leads = [(name, s) for name, s in (("forward", row.lead_us),
-                                       ("backward", row.backward.lead_us if row.backward else None)) if s]
+    """How far ahead of the GPU the host made the call (read after the profiler's windows) and launched its backward
+    (in them, where the profiler slows the host): the room the program's host has at this call for code that costs
+    it more (``advice.host_room``); "" where none was read."""
+    back = row.backward.lead_us if row.backward else None
+    leads = [(name, s) for name, s in (("forward", row.lead_us), ("backward (profiled)", back)) if s]
     if not leads:
         return ""
     parts = [f"{name} {duration(s.median)}" + (f" (p10 {duration(s.p10)})" if s.p10 is not None else "")
              for name, s in leads]
     waited = any(s.median < 1.0 for _, s in leads)
-    return ", ".join(parts) + " ahead of the GPU at the launch" + ("; under 1 µs: the GPU waited for the host there"
-                                                                    if waited else "")
+    return ", ".join(parts) + " ahead of the GPU" + ("; under 1 µs: the GPU waited for the host there" if waited else "")
 
 
 def check_fact(row: CallRow) -> str:

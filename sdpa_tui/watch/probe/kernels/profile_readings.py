@@ -157,8 +157,6 @@ class ReadingSink:
         if call.activities and not first:
             keep_sample(stats.kernel_us, call.kernel_us)
             stats.kernels = _names(call)
-            if call.lead_us is not None:
-                keep_sample(stats.lead_us, call.lead_us)
         elif call.activities and not stats.kernels:
             stats.kernels = _names(call)
         elif not entry.cuda and stats.compiled and call.cpu_us:
