@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex; HIDDEN the model's hidden size, 1024); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex; HIDDEN the model's hidden size, 1024); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it; ROUNDS such runs); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu/gpu-env.sh
@@ -46,21 +46,24 @@ PY
 }
 by_hand() {  # the packed code applied by hand whatever the advice says: what packing gives the program, unwatched
   for pad in ${PADS:-0.25 0.6}; do
-    python3 - "$OUT/r/varlen-code-$pad.json" "$SEQ" <<'PY'
+    python3 - "$OUT/r/varlen-code-$pad.json" "$SEQ" "${HIDDEN:-1024}" <<'PY'
 import json, sys
 from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.mask_forms import CAUSAL_KEY_PADDING
 from sdpa_tui.core.calls.packed_alternative import varlen_code
-seq = int(sys.argv[2])
-sig = CallSignature((8, 16, seq, 64), (8, 16, seq, 64), "torch.bfloat16", "cuda:0", "bool", (8, 1, seq, seq),
-                    scale=0.125, grad=True)
+seq, dim = int(sys.argv[2]), int(sys.argv[3]) // 16
+sig = CallSignature((8, 16, seq, dim), (8, 16, seq, dim), "torch.bfloat16", "cuda:0", "bool", (8, 1, seq, seq),
+                    scale=dim ** -0.5, grad=True)
 call = {"mask": {"form": CAUSAL_KEY_PADDING}, "count": 1, "saving_us_per_call": 0.0, "advice": {"clock": "none"},
         "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING)}}
 json.dump({"calls": [call]}, open(sys.argv[1], "w"))
 PY
     echo "=== padding $pad: varlen_attn's code applied by hand, unwatched [$(date +%T)]"
-    timeout 200 python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --code-from $OUT/r/varlen-code-$pad.json \
-      --json $OUT/r/by-hand-$SEQ-$pad.json ${TRACE:+--trace $OUT/r/trace-$SEQ-$pad} | tail -1
+    for round in $(seq ${ROUNDS:-1}); do
+      timeout 200 python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024} \
+        --code-from $OUT/r/varlen-code-$pad.json --json $OUT/r/by-hand-${HIDDEN:-1024}-$SEQ-$pad-$round.json \
+        ${TRACE:+--trace $OUT/r/trace-$SEQ-$pad} | tail -1
+    done
   done
 }
 tests() { echo "=== the cuda-marked packed-attention tests [$(date +%T)]"; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
