@@ -54,7 +54,7 @@ from sdpa_tui.core.calls.packed_alternative import varlen_code
 seq, dim = int(sys.argv[2]), int(sys.argv[3]) // 16
 sig = CallSignature((8, 16, seq, dim), (8, 16, seq, dim), "torch.bfloat16", "cuda:0", "bool", (8, 1, seq, seq),
                     scale=dim ** -0.5, grad=True)
-call = {"mask": {"form": CAUSAL_KEY_PADDING}, "count": 1, "saving_us_per_call": 0.0, "advice": {"clock": "none"},
+call = {"mask": {"form": CAUSAL_KEY_PADDING}, "grad": True, "count": 1, "saving_us_per_call": 0.0, "advice": {"clock": "none"},
         "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING)}}
 json.dump({"calls": [call]}, open(sys.argv[1], "w"))
 PY
