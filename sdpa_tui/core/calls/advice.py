@@ -43,13 +43,14 @@ class Alternative:
     per_batch_us: float | None = None  # packed attention: its once-per-batch part, a share of it in each clock above
     calls_per_batch: int = 1  # the calls that share that part (one per module on the batch's mask)
     judged: str = ""  # code that leaves SDPA: the clock it was held against the call on, and why that one
+    call_gpu_us: float | None = None  # code measured beside the call: the call's GPU/call there
 
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "backend": self.backend, "us": self.us, "gpu_us": self.gpu_us,
                 "eager_us": self.eager_us, "error": self.error, "peak_mib": self.peak_mib, "code": self.code,
                 "leaves_sdpa": self.leaves_sdpa, "exact": self.exact, "first_call_s": self.first_call_s,
                 "per_batch_us": self.per_batch_us, "calls_per_batch": self.calls_per_batch,
-                "judged": self.judged or None}
+                "judged": self.judged or None, "call_gpu_us": self.call_gpu_us}
 
 
 @dataclass(frozen=True)

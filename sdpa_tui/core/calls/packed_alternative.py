@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..stats import Summary
@@ -340,6 +340,8 @@ def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measure
     beside = None if call is None else Beside(
         Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us), Summary.of(call.gpu_us),
         Summary.of(call.eager_us), Summary.of(x + share for x in cost.host_forward_us), Summary.of(call.host_forward_us))
+    if beside is not None and beside.call_gpu is not None:
+        alternative = replace(alternative, call_gpu_us=beside.call_gpu.median)
     return Measured(alternative, eager, gpu, beside)
 
 
