@@ -31,6 +31,8 @@ INDENT = "    "
 LABEL_WIDTH = 10
 CHECK_FAILED_MARK = "✗"
 FASTER_MARK = "→"
+WAITED_US = 10.0
+"""A host lead under this is a launch's latency: the GPU was waiting for the host."""
 
 
 @dataclass(frozen=True)
@@ -311,8 +313,9 @@ def host_lead_text(row: CallRow) -> str:
         return ""
     parts = [f"{name} {duration(s.median)}" + (f" (p10 {duration(s.p10)})" if s.p10 is not None else "")
              for name, s in leads]
-    waited = any(s.median < 1.0 for _, s in leads)
-    return ", ".join(parts) + " ahead of the GPU" + ("; under 1 µs: the GPU waited for the host there" if waited else "")
+    waited = any(s.median < WAITED_US for _, s in leads)
+    return ", ".join(parts) + " ahead of the GPU" + (
+        f"; under {WAITED_US:.0f} µs (a launch's latency): the GPU waited for the host there" if waited else "")
 
 
 def check_fact(row: CallRow) -> str:
