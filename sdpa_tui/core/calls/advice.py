@@ -197,7 +197,7 @@ def advise(session: Session, current: str | None, priority: Sequence[str] = (),
                   if a.backend != current and a.backend not in refused and a.code]
     candidates += [(a, _summary(r, clock), ours, clock) for a, r in changed if a.exact]
     judged = [_outside_candidate(m, now, clock, host_lead) for m in outside]
-    alternatives = backends + tuple(a for a, _ in changed) + tuple(j[0] for j in judged)
+    alternatives = backends + tuple(a for a, _ in changed) + tuple(j[0] for j in judged)  # each saying its clock
     candidates += [j for j, m in zip(judged, outside) if m.alternative.exact]
     # the largest saving first: on one clock, the fastest; an alternative with no GPU/call is held against the
     # call's backend on the eager clock
@@ -256,16 +256,17 @@ def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] 
         phases = [("forward", b.host.median - b.call_host.median, lead.forward)]
     if any(added > 0 and ahead is None for _, added, ahead in phases):
         return None  # a phase the code slows on the host whose lead was not read
-    said = "; ".join(f"{name}: the host {us_number(ahead.median)} µs ahead of the GPU, the code {us_number(max(0.0, added) * n)} "
-                     f"µs more host time over the {n} call(s) on one mask" for name, added, ahead in phases
-                     if ahead is not None)
-    facts = (f"on GPU/call {us_number(m.gpu.median)} µs against the call's {us_number(b.call_gpu.median)} beside it; on "
-             f"the host {us_number(b.host.median)} µs against {us_number(b.call_host.median)} ({said}; medians: the "
-             "forward's read outside the profiler, the backward's in its windows, where it slows the host)")
+    said = "; ".join(f"{name}: the host {us_number(ahead.median)} µs ahead of the GPU, the code "
+                     f"{us_number(max(0.0, added) * n)} µs more host time over the {n} call(s) on one mask"
+                     for name, added, ahead in phases if ahead is not None)
+    facts = (f"on GPU/call {us_number(m.gpu.median)} µs against the call's {us_number(b.call_gpu.median)} beside "
+             f"it; on the host {us_number(b.host.median)} µs against {us_number(b.call_host.median)} ({said}; "
+             "medians: the forward's read outside the profiler, the backward's in its windows, where it slows the "
+             "host)")
     if all(added <= 0 or ahead.median > added * n for _, added, ahead in phases if ahead is not None):
         return m.gpu, b.call_gpu, "gpu", f"{facts}: the host's lead covers what the code adds, held to GPU/call"
-    return b.host, b.call_host, "host", (f"{facts}: the host's lead does not cover what the code adds, held to the host "
-                                         "clock")
+    return b.host, b.call_host, "host", (f"{facts}: the host's lead does not cover what the code adds, held to the "
+                                         "host clock")
 
 
 def leaving_sdpa(gpu: Summary | None, eager: Summary | None, now_gpu: Summary | None,

@@ -339,7 +339,8 @@ def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measure
     call = cost.call
     beside = None if call is None else Beside(
         Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us), Summary.of(call.gpu_us),
-        Summary.of(call.eager_us), Summary.of(x + share for x in cost.host_forward_us), Summary.of(call.host_forward_us))
+        Summary.of(call.eager_us), Summary.of(x + share for x in cost.host_forward_us),
+        Summary.of(call.host_forward_us))
     if beside is not None and beside.call_gpu is not None:
         alternative = replace(alternative, call_gpu_us=beside.call_gpu.median)
     return Measured(alternative, eager, gpu, beside)

@@ -112,7 +112,7 @@ class CallRow:
     mask_form: str = ""  # its mask as core/calls/mask_forms names it, read at the first call ("": not read)
     lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
     layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (CallStats.layouts)
-    lead_us: Summary | None = None  # how far ahead of the GPU the host launched the call (0: the host is the bottleneck)
+    lead_us: Summary | None = None  # how far ahead of the GPU the host made the call (CallStats.lead_us)
 
     @property
     def contended(self) -> bool:
