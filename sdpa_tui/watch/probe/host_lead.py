@@ -54,8 +54,11 @@ class LeadClock:
                 or self.read.get(entry.index, 0) >= PER_SIGNATURE or len(self.pending) >= PENDING
                 or torch.cuda.is_current_stream_capturing()):
             return
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
+        try:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+        except Exception:  # noqa: BLE001 - the program's call goes on; this lead is not read
+            return
         self.pending.append((entry, event, time.perf_counter()))
         self.read[entry.index] = self.read.get(entry.index, 0) + 1
 
@@ -66,10 +69,13 @@ class LeadClock:
             return
         _, start, host_s = anchor
         waiting = []
-        for entry, event, at_s in self.pending:
-            if not event.query():
-                waiting.append((entry, event, at_s))
-                continue
-            gpu_s = host_s + start.elapsed_time(event) / 1e3
-            keep_sample(entry.stats.lead_us, max(0.0, (gpu_s - at_s) * 1e6))
+        try:
+            for entry, event, at_s in self.pending:
+                if not event.query():
+                    waiting.append((entry, event, at_s))
+                    continue
+                gpu_s = host_s + start.elapsed_time(event) / 1e3
+                keep_sample(entry.stats.lead_us, max(0.0, (gpu_s - at_s) * 1e6))
+        except Exception:  # noqa: BLE001 - a CUDA error is the program's to see, at its own next call
+            waiting = []
         self.pending = waiting

@@ -181,3 +181,19 @@ def test_leads_and_the_call_beside_the_code_survive_the_wire():
     cost = PackedCost((1.0,), (2.0,), 3.0, 1e-3, 5.0, 0.1, host_us=(6.0,), host_forward_us=(7.0,),
                       call=CallClocks((8.0,), (9.0,), (10.0,), (11.0,)))
     assert PackedCost.from_dict(cost.to_dict()) == cost
+
+
+def test_an_event_that_cannot_be_recorded_leaves_the_call_alone(fake_gpu, monkeypatch):
+    import torch
+
+    clock = host_lead.LeadClock()
+    FakeEvent.gpu_ms_at_record = [0.0]
+    clock.anchor_now()
+
+    class Broken(FakeEvent):
+        def record(self) -> None:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(host_lead.torch.cuda, "Event", Broken)
+    clock.sample(_entry(), torch.device("cuda", 0))  # no exception reaches the program's SDPA call
+    assert clock.pending == []
