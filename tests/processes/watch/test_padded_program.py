@@ -33,7 +33,7 @@ def test_the_packed_code_applied_by_hand_reads_the_mask_once_per_forward_and_kee
     pytest.importorskip("transformers")
     sig = CallSignature((8, 4, 64, 16), (8, 2, 64, 16), "torch.float32", "cpu", "bool", (8, 1, 64, 64), gqa=True,
                         grad=True)
-    report = {"calls": [{"mask": {"form": CAUSAL_KEY_PADDING}, "count": 16, "saving_us_per_call": 1.0,
+    report = {"calls": [{"mask": {"form": CAUSAL_KEY_PADDING}, "grad": True, "count": 16, "saving_us_per_call": 1.0,
                          "advice": {"clock": "eager"},
                          "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING).replace(IMPORT, STAND_IN)}}]}
     (tmp_path / "report.json").write_text(json.dumps(report))
@@ -45,3 +45,16 @@ def test_the_packed_code_applied_by_hand_reads_the_mask_once_per_forward_and_kee
     assert result["attention_calls_per_step"] == 2, "the tiny Llama's two layers"
     assert result["once_per_batch_runs"] == result["steps"], "one reading of the mask per forward, not per layer"
     assert result["logits_max_rel_diff_real_tokens"] < 1e-4
+
+
+def test_only_a_training_calls_advice_is_applied_to_the_training_steps(tmp_path):
+    pytest.importorskip("transformers")
+    sig = CallSignature((8, 4, 64, 16), (8, 2, 64, 16), "torch.float32", "cpu", "bool", (8, 1, 64, 64), gqa=True)
+    report = {"calls": [{"mask": {"form": CAUSAL_KEY_PADDING}, "grad": False, "count": 16, "saving_us_per_call": 1.0,
+                         "advice": {"clock": "eager"},
+                         "best": {"code": varlen_code(sig, CAUSAL_KEY_PADDING).replace(IMPORT, STAND_IN)}}]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    proc = subprocess.run([sys.executable, str(PROGRAM), "cpu", "float32", "64", "0.25", "--code-from",
+                           str(tmp_path / "report.json")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "no padded training call has advice" in proc.stderr
