@@ -536,3 +536,28 @@ def test_the_varlen_code_uses_the_keywords_of_the_torch_it_is_for():
     default = dataclasses.replace(sig, scale=sig.q_shape[-1] ** -0.5)  # the default scale: nothing folded or passed
     assert "qs =" not in varlen_code(default, CAUSAL_KEY_PADDING, (2, 11))
     assert "scale=" not in varlen_code(default, CAUSAL_KEY_PADDING, (2, 12))
+
+
+def test_the_code_is_held_against_the_call_timed_beside_it_not_the_labs_contiguous_inputs():
+    """On an H100 the lab's contiguous inputs read 1,766 µs a training call where the program's kernels took 1,936 and
+    the call timed beside the code, laid out as the program's, 1,944: the saving is counted from the latter."""
+    from sdpa_tui.core.calls.advice import HostLead
+    from sdpa_tui.core.calls.packed_alternative import CallClocks
+    from sdpa_tui.core.stats import Summary
+
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS)
+    session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    beside = CallClocks((150.0, 151, 149, 150, 152, 148), (130.0, 131, 129, 130, 132, 128), (20.0,) * 6)
+    cost = PackedCost((90.0, 91, 89, 90, 92, 88), (60.0, 61, 59, 60, 62, 58), 58.0, 2e-7, None, 0.01,
+                      host_us=(25.0,) * 6, call=beside)  # MADE-UP samples
+    packed = packed_alternative(VARLEN, cost, spec)
+    assert packed.alternative.call_gpu_us == 130.0
+    no_lead = advise(session, "EFFICIENT_ATTENTION", outside=[packed])
+    # the smaller saving against the call beside it: 60 eager (150 - 90), 70 on GPU/call (130 - 60); the lab's call
+    # (100 GPU/call, 120 eager) would have said 30
+    assert (no_lead.clock, no_lead.saving_us_per_call) == ("eager", 60.0)
+    led = advise(session, "EFFICIENT_ATTENTION", outside=[packed], host_lead=HostLead(Summary.of([500.0] * 8)))
+    assert (led.clock, led.saving_us_per_call, led.current_us) == ("gpu", 70.0, 130.0)
+    assert "covers" in led.best.judged
+    short = advise(session, "EFFICIENT_ATTENTION", outside=[packed], host_lead=HostLead(Summary.of([1.0] * 8)))
+    assert short.best is None and "does not cover" in short.alternatives[-1].judged
