@@ -14,20 +14,14 @@ Usage: python3 scripts/diagnostics/diag_packed_host.py OUT.json [--seq 2048] [--
 
 import argparse
 import json
-import time
 import warnings
 from collections import defaultdict
 
 import torch
-import torch.nn.functional as F
+from padded_llama_call import padded_calls
 
-from sdpa_tui.core.calls.call_signature import CallSignature
-from sdpa_tui.core.calls.mask_forms import CAUSAL_KEY_PADDING
-from sdpa_tui.core.calls.packed_alternative import packed_spec
-from sdpa_tui.core.padded_lengths import lengths_for_padding
-from sdpa_tui.core.workload import Workload
-from sdpa_tui.engine.costs.packed_cost import laid_out, passed_mask, run_code
-from sdpa_tui.engine.measuring.sdpa_call import Inputs, kept_keys
+from sdpa_tui.engine.costs.packed_cost import run_code
+from sdpa_tui.engine.measuring.clocks import eager_us, host_us
 
 CALLS = 20
 
@@ -65,33 +59,17 @@ def busy() -> None:
 def host_and_eager(step) -> tuple[float, float]:
     for _ in range(3):
         step()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(CALLS):
-        step()
-    host = (time.perf_counter() - t0) / CALLS * 1e6
-    torch.cuda.synchronize()
-    eager = (time.perf_counter() - t0) / CALLS * 1e6
-    return host, eager
+    return host_us(step, device, CALLS), eager_us(step, device, CALLS)
 
 
 def behind_gpu_work(step) -> float:
     """Wall µs per iteration of (busy block, call), minus the busy block's alone."""
-    def loop(body) -> float:
-        for _ in range(2):
-            body()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            body()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / CALLS * 1e6
-    alone = loop(busy)
-
     def both() -> None:
         busy()
         step()
-    return loop(both) - alone
+    for body in (busy, both):
+        body()
+    return eager_us(both, device, CALLS) - eager_us(busy, device, CALLS)
 
 
 def syncs(step) -> list[str]:
@@ -122,42 +100,22 @@ def cpu_ops(step) -> list[tuple[str, float]]:
 
 results = []
 print(f"busy block: {MATMULS} matmuls [4096, 4096] bf16, about {MATMULS * one_matmul_ms():.2f} ms of GPU")
-for padding in (float(p) for p in args.paddings.split(",")):
-    lengths = lengths_for_padding(8, args.seq, padding)
-    for grad in (False, True):
-        w = Workload(batch=8, heads=16, kv_heads=16, seq=args.seq, kv_seq=args.seq, head_dim=64, dtype="bf16",
-                     mask="padding", direction="fwd+bwd" if grad else "fwd", lengths=tuple(lengths))
-        sig = CallSignature((8, 16, args.seq, 64), (8, 16, args.seq, 64), "torch.bfloat16", "cuda:0", "bool",
-                            (8, 1, args.seq, args.seq), grad=grad)
-        spec = packed_spec(w, sig, CAUSAL_KEY_PADDING, tuple(lengths))
-        inputs = Inputs.make(spec.workload, device)
-        inputs.q, inputs.k, inputs.v = (laid_out(t, lay) for t, lay in zip((inputs.q, inputs.k, inputs.v),
-                                                                           args.layouts.split(",")))
-        attn_mask, _ = passed_mask(spec, kept_keys(spec.workload, device), inputs.q.dtype)
-        names = {"q": inputs.q, "k": inputs.k, "v": inputs.v, "attn_mask": attn_mask}
-
-        def stepper(out):
-            if not grad:
-                return lambda: out()
-            return lambda: torch.autograd.grad(out(), (inputs.q, inputs.k, inputs.v), inputs.grad_out)
-
-        ways = {"sdpa": stepper(lambda: F.scaled_dot_product_attention(inputs.q, inputs.k, inputs.v,
-                                                                       attn_mask=attn_mask))}
-        ways.update({name: stepper(run_code(code, names)) for name, code in spec.codes})
-        label = f"padding {padding:.0%} {'fwd+bwd' if grad else 'fwd'}"
-        print(f"=== {label} lengths {lengths}")
-        for name, step in ways.items():
-            try:
-                host, eager = host_and_eager(step)
-                entry = {"padding": padding, "grad": grad, "way": name, "host_us": host, "eager_us": eager,
-                         "behind_gpu_work_us": behind_gpu_work(step), "syncs": syncs(step), "cpu_ops": cpu_ops(step)}
-            except Exception as exc:  # noqa: BLE001 - said in the output
-                print(f"  {name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-                continue
-            results.append(entry)
-            print(f"  {name:8s} host {host:8.1f} µs  eager {eager:8.1f} µs  behind GPU work {entry['behind_gpu_work_us']:8.1f} µs"
-                  f"  waits: {entry['syncs'] or 'none'}")
-            print("     cpu: " + "; ".join(f"{k} {v:.0f}" for k, v in entry["cpu_ops"][:8]))
+for call in padded_calls(args.seq, args.paddings, args.layouts, device):
+    ways = {"sdpa": call.sdpa_step()}
+    ways.update({name: call.step(run_code(code, call.names)) for name, code in call.spec.codes})
+    print(f"=== padding {call.padding:.0%} {'fwd+bwd' if call.grad else 'fwd'} lengths {call.lengths}")
+    for name, step in ways.items():
+        try:
+            host, eager = host_and_eager(step)
+            entry = {"padding": call.padding, "grad": call.grad, "way": name, "host_us": host, "eager_us": eager,
+                     "behind_gpu_work_us": behind_gpu_work(step), "syncs": syncs(step), "cpu_ops": cpu_ops(step)}
+        except Exception as exc:  # noqa: BLE001 - said in the output
+            print(f"  {name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            continue
+        results.append(entry)
+        print(f"  {name:8s} host {host:8.1f} µs  eager {eager:8.1f} µs  behind GPU work "
+              f"{entry['behind_gpu_work_us']:8.1f} µs  waits: {entry['syncs'] or 'none'}")
+        print("     cpu: " + "; ".join(f"{k} {v:.0f}" for k, v in entry["cpu_ops"][:8]))
 with open(args.out, "w") as f:
     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "seq": args.seq,
                "busy_matmuls": MATMULS, "results": results}, f, indent=1)
