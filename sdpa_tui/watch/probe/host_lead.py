@@ -3,8 +3,8 @@
 The advice holds code that costs the host more than SDPA (packed attention) to GPU/call only where the host has that
 much room (``core/calls/advice.host_room``). A profiled window reads the lead too, from its launch and kernel times,
 but the profiler slows the host: in a transformers Llama's training forward on an H100 the profiled calls were
-launched 1 to 2 µs ahead of the GPU, while the same program, unprofiled, saved 7.2 to 7.3 ms a step of 57.1 to 58.7 with
-packed code that costs the host 1.4 ms a call more than SDPA (``docs/lab-notes/packed-attention.md``).
+launched 1 to 2 µs ahead of the GPU, while the same program, unprofiled, saved 7.2 to 7.3 ms a step of 57.1 to
+58.7 with packed code that costs the host 1.4 ms a call more than SDPA (``docs/lab-notes/packed-attention.md``).
 
 So, in the calls after a window: a CUDA event recorded at the call's start, with the host's clock beside it, and read
 once the GPU has passed it. GPU and host clocks meet at an anchor: an event recorded right after the window's stop,
