@@ -24,7 +24,7 @@ watched() {
   for pad in ${PADS:-0.25 0.6}; do
     echo "=== watch: the Llama on a batch padded $pad (SDPA) [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-padded-$pad.json --advice-budget ${BUDGET:-90} ${WATCH_FLAGS:-} -- \
-      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024}
+      python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024} --steps ${STEPS:-40}
     echo "=== the same program, the advised code applied by hand, watched again [$(date +%T)]"
     timeout 400 python3 -m sdpa_tui watch --report $OUT/r/watch-packed-$pad.json --advice-budget 30 -- \
       python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden ${HIDDEN:-1024} \

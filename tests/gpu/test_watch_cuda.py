@@ -102,3 +102,38 @@ def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_pr
     assert len(report["calls"]) == 3
     for call in report["calls"]:
         assert call["kernel_us"]["n"] >= 8 and call["kernels"], (call["q_shape"], call["kernel_us"], captures)
+
+
+def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_the_host_alone():
+    """The lead watch reads (a CUDA event against an anchor, ``watch/probe/host_lead.py``) against an independent
+    reading of the same thing: GPU work of a known length queued right after the anchor, the call made some host time
+    later, and the host's own clock when a synchronize after the call returns (the GPU then reached the call)."""
+    import time
+
+    import torch
+
+    from sdpa_tui.core.calls.call_signature import CallSignature
+    from sdpa_tui.core.calls.watched_calls import CallStats
+    from sdpa_tui.watch.probe.host_lead import LeadClock
+    from sdpa_tui.watch.probe.kernels.profile_readings import Entry
+
+    torch.cuda.init()
+    torch.cuda._sleep(1_000)  # warm the kernel up: its first launch loads it
+    torch.cuda.synchronize()
+    sig = CallSignature((1, 1, 8, 8), (1, 1, 8, 8), "torch.float16", "cuda:0", None, None)
+    for backlog_cycles, host_gap_s in [(20_000_000, 0.002), (60_000_000, 0.010), (5_000_000, 0.0)]:
+        entry = Entry(CallStats(sig), 0, cuda=True)
+        clock = LeadClock()
+        torch.cuda.synchronize()
+        clock.anchor_now([entry])
+        torch.cuda._sleep(backlog_cycles)  # tens of ms of GPU work the call will queue behind
+        deadline = time.perf_counter() + host_gap_s
+        while time.perf_counter() < deadline:  # the host's own work between the anchor and the call
+            pass
+        clock.sample(entry, torch.device("cuda", 0))
+        called = time.perf_counter()
+        torch.cuda.synchronize()
+        independent_us = (time.perf_counter() - called) * 1e6  # the GPU reached the call this long after it was made
+        clock.collect(wait=True)
+        (read_us,) = entry.stats.lead_us
+        assert read_us == pytest.approx(independent_us, rel=0.05, abs=100.0), (backlog_cycles, host_gap_s)

@@ -2,7 +2,7 @@
 ``watch`` sees it; and with ``--code-from REPORT``, the same steps with watch's advised code for the padded calls
 applied by hand (packed attention in place of SDPA), to hold the saving realised against the one promised.
 
-    python hf_padded_packed.py [device] [dtype] [seq] [padding]                         # SDPA, padded (watch this)
+    python hf_padded_packed.py [device] [dtype] [seq] [padding] [--steps N]             # SDPA, padded (watch this)
     python hf_padded_packed.py cuda bfloat16 1024 0.25 --code-from watch.json [--json realised.json] [--trace DIR]
 
 The batch: 8 sequences of ``seq`` tokens with ``padding`` of the keys padding (the first as long as ``seq``, the
@@ -39,6 +39,8 @@ parser.add_argument("--code-from", metavar="REPORT", help="watch --report's JSON
 parser.add_argument("--json", metavar="PATH", help="also write the result here")
 parser.add_argument("--hidden", type=int, default=1024, help="the model's hidden size on a GPU (16 heads; the MLP "
                     "twice as wide): more GPU work per layer for the same host work")
+parser.add_argument("--steps", type=int, default=4, help="without --code-from: the training steps, each waited for "
+                    "on the GPU as the timed ones are (a training loop that logs its loss does so)")
 parser.add_argument("--trace", metavar="DIR", help="also write a torch.profiler trace of one step of each way there")
 args = parser.parse_args()
 device, dtype, seq = args.device, getattr(torch, args.dtype), args.seq
@@ -80,11 +82,11 @@ def step() -> torch.Tensor:
     return out.logits.detach()
 
 
-def timed_steps() -> tuple[float, torch.Tensor]:
+def timed_steps(steps: int = STEPS) -> tuple[float, torch.Tensor]:
     for _ in range(WARMUP):
         logits = step()
     times = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         if device != "cpu":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -124,10 +126,10 @@ def advised(report_path: str) -> tuple[str, float, str]:
 
 
 if not args.code_from:
-    for _ in range(4):
-        step()
+    median_us, _ = timed_steps(args.steps)
     with torch.no_grad():
-        print("lengths", lengths, "loss", float(model(ids, attention_mask=keep, labels=labels).loss))
+        print("lengths", lengths, "loss", float(model(ids, attention_mask=keep, labels=labels).loss),
+              f"median step {median_us / 1e3:.2f} ms")
     raise SystemExit(0)
 
 code, promised_per_call, clock = advised(args.code_from)

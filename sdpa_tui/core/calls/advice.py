@@ -20,6 +20,7 @@ from ..status import Status
 from ..units import us_number
 from .call_code import priority_code
 from .compiled_twins import CompiledCost
+from .host_pace import PhaseChange, TypicalBatch, gpu_wait_us
 
 TOP = 3
 """The run summary names this many changes first."""
@@ -124,10 +125,14 @@ class Beside:
 @dataclass(frozen=True)
 class HostLead:
     """How far ahead of the GPU a program's host made a call (µs; 0 where the GPU waited for it), and launched its
-    backward (in the profiled windows, where the profiler slows the host: the program's own lead is at least that)."""
+    backward (in the profiled windows, where the profiler slows the host: the program's own lead is at least that);
+    ``batch``: the lead at each call of a batch, read whole outside the windows (``host_pace.typical_batch``);
+    ``forward_share``: the call's forward kernels' part of its forward and backward kernels."""
 
     forward: Summary | None
     backward: Summary | None = None
+    batch: TypicalBatch | None = None
+    forward_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -243,35 +248,73 @@ def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] 
     """The clock code that leaves SDPA is held against the call on in this program: (its, the call's, clock, why), or
     None where a clock or a lead is missing. Torch's ``varlen_attn`` is a Python op and the packing is Python too: a
     training call's code cost the host 1.9 ms against SDPA's 0.7 on an H100, for 0.9 ms of GPU against 1.8
-    (``docs/lab-notes/packed-attention.md``). Where, in each phase (forward, backward), the host ran ahead of the GPU
-    by more than the code adds to it over one batch's calls, the GPU can keep the pace and the saving is held to
-    GPU/call (the code against the call measured beside it, laid out as the call's); where it did not, to the host
-    clock. Conservative: on an H100 a Llama's training call at [8, 16, 2048, 64] padded 60 % read leads of 0.16 ms
-    (forward) and 0.02 ms (backward, profiled) against 2.5 and 8.5 ms added, and the code applied by hand still
-    saved 7.2 to 7.3 ms a step of 57.1 to 58.7 (three runs)."""
+    (``docs/lab-notes/packed-attention.md``).
+
+    Where a batch's calls were read whole (and, for a training call, their backwards), the code's GPU/call is held
+    against the call's beside it with the time the GPU would wait for the host added (``host_pace``: the batch
+    replayed on its leads): the "paced" clock. Otherwise, from the leads' medians alone: where, in each phase, the
+    host ran ahead of the GPU by more than the code adds to it over one batch's calls, GPU/call; where it did not, the
+    host clock (conservative: such leads were read right after a window's wait)."""
     b, a = m.beside, m.alternative
     if b is None or not (m.gpu and b.call_gpu and b.host and b.call_host):
         return None
     n = a.calls_per_batch
-    if b.host_forward and b.call_host_forward:  # a training call: its forward and its backward, each with its lead
-        forward = b.host_forward.median - b.call_host_forward.median
+    training = bool(b.host_forward and b.call_host_forward)
+    if training:
+        forward = b.host_forward.median - b.call_host_forward.median  # type: ignore[union-attr]
         phases = [("forward", forward, lead.forward),
                   ("backward", b.host.median - b.call_host.median - forward, lead.backward)]
     else:
         phases = [("forward", b.host.median - b.call_host.median, lead.forward)]
+    facts = (f"on GPU/call {us_number(m.gpu.median)} µs against the call's {us_number(b.call_gpu.median)} beside "
+             f"it; on the host {us_number(b.host.median)} µs against {us_number(b.call_host.median)}")
+    batch = lead.batch
+    if batch is not None and (batch.backward or not training):
+        return _paced(m, b.call_gpu, batch, [added for _, added, _ in phases], lead.forward_share, facts)
     if any(added > 0 and ahead is None for _, added, ahead in phases):
         return None  # a phase the code slows on the host whose lead was not read
     said = "; ".join(f"{name}: the host {us_number(ahead.median)} µs ahead of the GPU, the code "
                      f"{us_number(max(0.0, added) * n)} µs more host time over the {n} call(s) on one mask"
                      for name, added, ahead in phases if ahead is not None)
-    facts = (f"on GPU/call {us_number(m.gpu.median)} µs against the call's {us_number(b.call_gpu.median)} beside "
-             f"it; on the host {us_number(b.host.median)} µs against {us_number(b.call_host.median)} ({said}; "
-             "medians: the forward's read outside the profiler, the backward's in its windows, where it slows the "
-             "host)")
+    facts += (f" ({said}; medians: the forward's read outside the profiler, the backward's in its windows, where it "
+              "slows the host)")
     if all(added <= 0 or ahead.median > added * n for _, added, ahead in phases if ahead is not None):
         return m.gpu, b.call_gpu, "gpu", f"{facts}: the host's lead covers what the code adds, held to GPU/call"
     return b.host, b.call_host, "host", (f"{facts}: the host's lead does not cover what the code adds, held to the "
                                          "host clock")
+
+
+FORWARD_SHARE = 1 / 3
+"""The forward's part of a training call's GPU time where its kernels were not read (a backward costs about two
+forwards)."""
+
+
+def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[float], share: float | None,
+           facts: str) -> tuple[Summary, Summary, str, str]:
+    """The code on the paced clock: its GPU/call plus the GPU's wait for the host a call (``host_pace``)."""
+    assert m.gpu is not None
+    saved = call_gpu.median - m.gpu.median
+    if len(added) == 2:
+        part = FORWARD_SHARE if share is None else share
+        forward, backward = PhaseChange(added[0], saved * part), PhaseChange(added[1], saved * (1 - part))
+    else:
+        forward, backward = PhaseChange(added[0], saved), None
+    n = len(batch.forward)
+    wait = gpu_wait_us(batch, forward, backward) / n
+    g = m.gpu
+    paced = Summary(g.median + wait, g.p90 + wait, g.count, None if g.p10 is None else g.p10 + wait)
+
+    def span(leads: tuple[float, ...]) -> str:
+        return f"{us_number(min(leads))} to {us_number(max(leads))} µs"
+    ahead = f"the forward's {span(batch.forward)}" + (f", the backward's {span(batch.backward)}"
+                                                     if backward is not None else "")
+    why = (f"{facts}; the host ahead of the GPU by {ahead} over the {n} calls of a batch (medians of "
+           f"{batch.batches} batch(es) read whole, outside the profiler); the code adds "
+           + ", ".join(f"{us_number(max(0.0, x) * n)} µs of host to the {name}"
+                       for x, name in zip(added, ("forward", "backward")))
+           + f": replayed on those leads the GPU waits {us_number(wait * n)} µs a batch, {us_number(wait)} a call, "
+           "held to GPU/call with that wait (paced)")
+    return paced, call_gpu, "paced", why
 
 
 def leaving_sdpa(gpu: Summary | None, eager: Summary | None, now_gpu: Summary | None,

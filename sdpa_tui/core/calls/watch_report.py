@@ -19,6 +19,7 @@ from .advice import AdviceProgress, HostLead, RunAdvice, SignatureAdvice
 from .call_signature import CallSignature
 from .compiled_twins import EagerTwin, eager_twin
 from .flex_alternative import FLEX, FLEX_LABEL
+from .host_pace import BatchLeads, TypicalBatch, typical_batch
 from .mask_forms import OTHER
 from .module_paths import collapse
 from .packed_alternative import LABELS as PACKED_LABELS
@@ -113,6 +114,7 @@ class CallRow:
     lengths: tuple[dict[int, int], ...] = ()  # key padding: sampled batches' real lengths, as histograms
     layouts: tuple[str, ...] = ()  # Q, K, V in memory at the first call (CallStats.layouts)
     lead_us: Summary | None = None  # how far ahead of the GPU the host made the call (CallStats.lead_us)
+    lead_batches: tuple[BatchLeads, ...] = ()  # batches read whole, every process's (CallStats.lead_batches)
 
     @property
     def contended(self) -> bool:
@@ -128,7 +130,11 @@ class CallRow:
     def host_lead(self) -> HostLead | None:
         """How far ahead of the GPU the program's host launched this call and its backward, where profiled."""
         back = self.backward.lead_us if self.backward else None
-        return HostLead(self.lead_us, back) if self.lead_us or back else None
+        if not (self.lead_us or back):
+            return None
+        forward, backward = self.kernel_us, self.backward.kernel_us if self.backward else None
+        share = forward.median / (forward.median + backward.median) if forward and backward else None
+        return HostLead(self.lead_us, back, typical_batch(self.lead_batches), share)
 
     @property
     def backward_us(self) -> float | None:
@@ -178,7 +184,15 @@ class CallRow:
             "contended_calls": self.contended_calls, "contended": self.contended,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
             "layouts": list(self.layouts), "lead_us": _summary_dict(self.lead_us),
+            "lead_batch": _batch_dict(typical_batch(self.lead_batches)),
         }
+
+
+def _batch_dict(batch: TypicalBatch | None) -> dict[str, Any] | None:
+    if batch is None:
+        return None
+    return {"forward_us": [round(x, 1) for x in batch.forward], "backward_us": [round(x, 1) for x in batch.backward],
+            "batches": batch.batches}
 
 
 def _backward(items: list[CallStats]) -> BackwardRow | None:
@@ -253,6 +267,7 @@ def merge(states: Iterable[ProcessState], elapsed_s: float | None = None) -> lis
             sites_sampled=any(st.sites_sampled for st in stats), contended_calls=sum(st.contended_calls for st in stats),
             mask_form=_one_form(st.mask_form for st in stats), lengths=tuple(h for st in stats for h in st.lengths),
             layouts=first.layouts, lead_us=Summary.of(x for st in stats for x in st.lead_us),
+            lead_batches=tuple(b for st in stats for b in st.lead_batches),
         ))
     rows = [replace(r, eager_twin=eager_twin(r, rows)) if r.compiled else r for r in rows]
     total = sum(r.count * r.time_us for r in rows if r.time_us is not None)

@@ -19,6 +19,7 @@ from typing import Any
 from ..dispatch_environment import DispatchEnvironment
 from .call_signature import CallSignature
 from .gradient_check import GradientCheck
+from .host_pace import BatchLeads
 
 WIRE_VERSION = 2
 READABLE_WIRE_VERSIONS = frozenset({1, WIRE_VERSION})  # 1: before kernel clocks (its event spans are dropped)
@@ -154,6 +155,8 @@ class CallStats:
     # per read call: how far ahead of the GPU the host was when it made the call (µs; 0: the GPU waited for it, the
     # host is the program's bottleneck there), read outside the profiler's windows (``watch/probe/host_lead.py``)
     lead_us: list[float] = field(default_factory=list)
+    # batches read whole after an anchor: the lead at each of their calls in order, and at each one's backward
+    lead_batches: list[BatchLeads] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,6 +173,7 @@ class CallStats:
             "contended_calls": self.contended_calls, "mask_form": self.mask_form,
             "lengths": [{str(n): times for n, times in h.items()} for h in self.lengths],
             "layouts": list(self.layouts), "lead_us": list(self.lead_us),
+            "lead_batches": [b.to_dict() for b in self.lead_batches],
         }
 
     @classmethod
@@ -192,6 +196,7 @@ class CallStats:
             contended_calls=int(d.get("contended_calls") or 0), mask_form=str(d.get("mask_form") or ""),
             lengths=lengths_from(d.get("lengths")), layouts=tuple(str(x) for x in d.get("layouts") or ()),
             lead_us=_floats(d.get("lead_us")),
+            lead_batches=[BatchLeads.from_dict(b) for b in d.get("lead_batches") or ()],
         )
 
     def site_counts(self) -> dict[str, float]:

@@ -129,9 +129,10 @@ def alternatives_lines(advice: SignatureAdvice | None, count: int) -> list[str]:
     """The selected call's alternatives, as the lab measured them after the program exited, and the code."""
     if advice is None:
         return []
-    lines = ["", f"alternatives (lab, {advice.clock} clock, measured as {advice.measured_as}):"]
+    named = "GPU/call, the best paced by the host" if advice.clock == "paced" else f"{advice.clock} clock"
+    lines = ["", f"alternatives (lab, {named}, measured as {advice.measured_as}):"]
     for a in advice.alternatives:
-        clock = a.gpu_us if advice.clock == "gpu" else a.eager_us
+        clock = a.gpu_us if advice.clock in ("gpu", "paced") else a.eager_us
         shown = duration(clock) if clock is not None or a.eager_us is None else f"{duration(a.eager_us)} eager"
         name = backend_label(a.backend) + ("" if a.variant == "backend" or a.leaves_sdpa else f" via {a.variant}")
         exact = ("" if a.exact else ", changes numerics") + (", leaves SDPA" if a.leaves_sdpa else "")

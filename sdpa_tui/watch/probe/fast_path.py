@@ -61,7 +61,7 @@ def make_wrapper(original: Callable, probe: Probe) -> Callable:
             return original(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         if nested:
             return probe.nested_call(original, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        if entry is None or probe.special or entry.wanted:
+        if entry is None or probe.special or entry.wanted or entry.leads_due:
             return probe.slow_call(signature, entry, original, query, key, value, attn_mask, dropout_p, is_causal,
                                    scale, enable_gqa)
         count = entry.count = entry.count + 1

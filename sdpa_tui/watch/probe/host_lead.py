@@ -1,81 +1,229 @@
 """How far ahead of the GPU the program's host is when it makes an SDPA call, read outside the profiler's windows.
 
-The advice holds code that costs the host more than SDPA (packed attention) to GPU/call only where the host has that
-much room (``core/calls/advice.host_room``). A profiled window reads the lead too, from its launch and kernel times,
-but the profiler slows the host: in a transformers Llama's training forward on an H100 the profiled calls were
-launched 1 to 2 µs ahead of the GPU, while the same program, unprofiled, saved 7.2 to 7.3 ms a step of 57.1 to
-58.7 with packed code that costs the host 1.4 ms a call more than SDPA (``docs/lab-notes/packed-attention.md``).
+The advice holds code that costs the host more than SDPA (packed attention) to what the program would save with it
+(``core/calls/host_pace.py``), replayed on the leads of a batch's calls. A profiled window reads the lead too, from
+its launch and kernel times, but the profiler slows the host: in a transformers Llama's training forward on an H100
+the profiled calls were launched 1 to 2 µs ahead of the GPU, while the same program, unprofiled, saved 7.2 to 7.3 ms
+a step of 57.1 to 58.7 with packed code that costs the host 1.4 ms a call more than SDPA
+(``docs/lab-notes/packed-attention.md``).
 
-So, in the calls after a window: a CUDA event recorded at the call's start, with the host's clock beside it, and read
-once the GPU has passed it. GPU and host clocks meet at an anchor: an event recorded right after the window's stop,
-which waited for the GPU, so the GPU runs it at once (a few µs late: the lead reads that much low). The clocks drift
-apart (tens of µs a second), so leads are read only for :data:`FRESH_S` after an anchor.
+So, after a window: a CUDA event recorded at each call's start, with the host's clock beside it, and read once the
+GPU has passed it; for a training call, one more at its backward's start (a hook on its output's gradient, on
+autograd's thread). GPU and host clocks meet at an anchor: an event recorded right after the window's stop, which
+waited for the GPU, so the GPU runs it at once (a few µs late: the lead reads that much low). The clocks drift apart
+(tens of µs a second), so leads are read only for :data:`FRESH_S` after an anchor.
+
+A call with a mask is read by batch: the calls on one mask (transformers gives each layer a view of one mask built
+per forward) are one batch, in order. The batch the window stopped in is not read, nor the first one after it (the
+window's wait let the GPU drain, so its first calls find the GPU idle, as they do in a program that waits for its GPU
+every step, and not otherwise); the next :data:`BATCHES` are read whole, every call of the signature taking the slow
+path meanwhile (``Entry.leads_due``). A call without a mask has no batch: its first :data:`PER_SIGNATURE` calls after
+the anchor are read, for the report alone. No lead is read inside a window.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from ...core.calls.host_pace import BatchLeads
 from .kernels.profile_readings import Entry, keep_sample
 
 FRESH_S = 5.0
 """Leads are read this long after an anchor (its drift stays under a few hundred µs)."""
 PER_SIGNATURE = 16
-"""At most this many calls of a signature are read per anchor."""
-PENDING = 64
+"""At most this many calls of a signature without a mask are read per anchor."""
+SKIP_BATCHES = 1
+"""Batches started after an anchor that are not read: the first (the anchor's wait may still hold its host back)."""
+BATCHES = 3
+"""Batches of a signature read whole per anchor, after those skipped."""
+KEPT_BATCHES = 8
+"""Batches kept per signature (the last ones read)."""
+MAX_POSITIONS = 512
+"""Calls on one mask beyond this many are not read (a mask reused for a whole run is not a batch)."""
+PENDING = 2048
+
+
+@dataclass
+class BatchReading:
+    """One batch being read: each call's lead by its position on the mask, and each backward's, as the GPU passes
+    their events; ``closed`` once the next batch has started."""
+
+    entry: Entry
+    forward: list[float | None] = field(default_factory=list)
+    backward: list[float | None] = field(default_factory=list)
+    closed: bool = False
+
+    def put(self, phase: str, position: int, lead: float) -> None:
+        leads = self.forward if phase == "forward" else self.backward
+        leads.extend([None] * (position + 1 - len(leads)))
+        leads[position] = lead
+
+
+@dataclass
+class SignatureReading:
+    """Where a signature's calls are since the anchor: its last mask, the position of the last call on it, the
+    batches started, and the one being read."""
+
+    mask: Any = None  # a weak reference to the last call's mask (its base, for a view)
+    position: int = -1
+    started: int = 0
+    reading: BatchReading | None = None
+    flat: int = 0  # calls without a mask read
+
+
+@dataclass(frozen=True)
+class Read:
+    """A call whose lead is being read in a batch: what its backward's event needs."""
+
+    reading: BatchReading
+    position: int
 
 
 class LeadClock:
-    """The anchor, and the calls whose events the GPU has not passed yet (calling threads; a lock is not needed: a
-    list's append and a reassignment are atomic under the GIL, and a lost sample is only one sample)."""
+    """The anchor, the batches being read, and the calls whose events the GPU has not passed yet."""
 
     def __init__(self) -> None:
         self.anchor: tuple[int, Any, float] | None = None  # (device index, event, host seconds)
-        self.read: dict[int, int] = {}  # signature index → calls read since the anchor
-        self.pending: list[tuple[Entry, Any, float]] = []
+        self.until = 0.0  # host seconds: leads are read until then
+        self.signatures: dict[int, SignatureReading] = {}
+        self.closed: list[BatchReading] = []  # batches ended, kept once the GPU has passed their events
+        # calls' and backwards' events not read yet: appended by calling threads and autograd's, read by the probe's
+        self.pending: deque[tuple[Entry, BatchReading | None, str, int, Any, float]] = deque()
+        self.collecting = threading.Lock()  # one reader at a time (the probe's thread, an anchor, the end)
 
-    def anchor_now(self) -> None:
-        """Right after a synchronize (a window's stop): the GPU is idle and runs this event at once."""
+    def anchor_now(self, entries: Iterable[Entry] = ()) -> None:
+        """Right after a synchronize (a window's stop): the GPU is idle and runs this event at once; the CUDA
+        signatures' next batches are read (their calls take the slow path until then)."""
+        self.collect()  # the window's stop waited for the GPU: every event recorded before it has passed
         try:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             self.anchor = (torch.cuda.current_device(), event, time.perf_counter())
-            self.read = {}
+            self.until = self.anchor[2] + FRESH_S
         except Exception:  # noqa: BLE001 - no lead read: the advice falls back to its other rule
             self.anchor = None
-
-    def sample(self, entry: Entry, device: torch.device) -> None:
-        """At a CUDA call's start, before its kernels: an event, read later by :meth:`collect`."""
-        anchor = self.anchor
-        if (anchor is None or device.index != anchor[0] or time.perf_counter() - anchor[2] > FRESH_S
-                or self.read.get(entry.index, 0) >= PER_SIGNATURE or len(self.pending) >= PENDING
-                or torch.cuda.is_current_stream_capturing()):
             return
+        self.signatures = {}
+        for entry in entries:
+            entry.leads_due = entry.cuda
+
+    def pause(self) -> None:
+        """A window starts: no lead is read in it (the profiler slows the host); the batches being read are
+        dropped (their calls' positions would skip the window's)."""
+        self.until = 0.0
+        self.signatures = {}
+
+    def sample(self, entry: Entry, device: torch.device, mask: Any = None) -> Read | None:
+        """At a CUDA call's start, before its kernels: an event, read later by :meth:`collect`; a :class:`Read` where
+        the call is in a batch being read (its backward's event is then :meth:`follow_backward`'s)."""
+        anchor = self.anchor
+        if anchor is None or time.perf_counter() > self.until:
+            entry.leads_due = False
+            return None
+        if device.index != anchor[0] or len(self.pending) >= PENDING or torch.cuda.is_current_stream_capturing():
+            return None
+        state = self.signatures.setdefault(entry.index, SignatureReading())
+        if not isinstance(mask, torch.Tensor):
+            if state.flat >= PER_SIGNATURE:
+                entry.leads_due = False
+                return None
+            state.flat += 1
+            self._record(entry, None, "forward", 0)
+            return None
+        base = mask if mask._base is None else mask._base  # transformers passes each layer a view of one mask
+        if state.mask is None or state.mask() is not base:
+            self._next_batch(entry, state, base)
+        else:
+            state.position += 1
+        reading = state.reading
+        if state.position >= MAX_POSITIONS:  # one mask for the whole run: no batch to read
+            entry.leads_due = False
+            return None
+        if reading is None:
+            return None
+        if not self._record(entry, reading, "forward", state.position):
+            return None
+        return Read(reading, state.position)
+
+    def _next_batch(self, entry: Entry, state: SignatureReading, base: torch.Tensor) -> None:
+        if state.reading is not None:
+            state.reading.closed = True
+            self.closed.append(state.reading)
+        try:
+            state.mask = weakref.ref(base)
+        except TypeError:
+            state.mask = None
+        state.position, state.started = 0, state.started + 1
+        read = SKIP_BATCHES < state.started <= SKIP_BATCHES + BATCHES
+        state.reading = BatchReading(entry) if read else None
+        if state.started > SKIP_BATCHES + BATCHES:
+            entry.leads_due = False
+
+    def follow_backward(self, read: Read | None, out: Any) -> None:
+        """After a read training call: its backward's start, read by a hook on its output's gradient."""
+        if read is None or not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return
+
+        def at_backward(grad: torch.Tensor) -> None:
+            self._record(read.reading.entry, read.reading, "backward", read.position)
+
+        try:
+            out.register_hook(at_backward)
+        except Exception:  # noqa: BLE001 - the program's call goes on; this backward is not read
+            pass
+
+    def _record(self, entry: Entry, reading: BatchReading | None, phase: str, position: int) -> bool:
         try:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
         except Exception:  # noqa: BLE001 - the program's call goes on; this lead is not read
-            return
-        self.pending.append((entry, event, time.perf_counter()))
-        self.read[entry.index] = self.read.get(entry.index, 0) + 1
+            return False
+        self.pending.append((entry, reading, phase, position, event, time.perf_counter()))
+        return True
 
-    def collect(self) -> None:
-        """The leads of the calls whose events the GPU has passed, into their signatures' ``lead_us``."""
+    def collect(self, wait: bool = False) -> None:
+        """The leads of the calls whose events the GPU has passed (all of them, waiting for the GPU, with ``wait``):
+        the forward's into their signatures' ``lead_us``, and each batch read whole, once closed, into
+        ``lead_batches``. On the probe's thread (and at an anchor, at the end): calls and hooks append meanwhile."""
+        with self.collecting:
+            self._collect(wait)
+
+    def _collect(self, wait: bool) -> None:
         anchor = self.anchor
-        if not self.pending or anchor is None:
+        if anchor is None:
             return
         _, start, host_s = anchor
-        waiting = []
+        pending = self.pending
         try:
-            for entry, event, at_s in self.pending:
-                if not event.query():
-                    waiting.append((entry, event, at_s))
+            for _ in range(len(pending)):
+                item = pending.popleft()
+                entry, reading, phase, position, event, at_s = item
+                if wait:
+                    event.synchronize()
+                elif not event.query():
+                    pending.append(item)
                     continue
-                gpu_s = host_s + start.elapsed_time(event) / 1e3
-                keep_sample(entry.stats.lead_us, max(0.0, (gpu_s - at_s) * 1e6))
+                lead = max(0.0, (host_s + start.elapsed_time(event) / 1e3 - at_s) * 1e6)
+                if phase == "forward":
+                    keep_sample(entry.stats.lead_us, lead)
+                if reading is not None:
+                    reading.put(phase, position, lead)
         except Exception:  # noqa: BLE001 - a CUDA error is the program's to see, at its own next call
-            waiting = []
-        self.pending = waiting
+            pending.clear()
+        waiting = {id(item[1]) for item in list(pending)}
+        for state in list(self.signatures.values()) + self.closed:
+            reading = state.reading if isinstance(state, SignatureReading) else state
+            if reading is not None and reading.closed and id(reading) not in waiting and reading.forward:
+                batches = reading.entry.stats.lead_batches
+                batches.append(BatchLeads(tuple(reading.forward), tuple(reading.backward)))
+                del batches[: max(0, len(batches) - KEPT_BATCHES)]
+                reading.forward = []  # kept once
+        self.closed = [r for r in self.closed if r.forward]

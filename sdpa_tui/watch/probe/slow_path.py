@@ -176,15 +176,16 @@ class Probe:
         tap = None
         if entry.gradients is not None:  # its backward is watched: SDPA runs on views whose gradients are seen
             tap = self.gradients.wrap(entry.gradients, count, q, k, v, mask, dropout_p, causal, scale, gqa)
-        if entry.cuda:
-            self.leads.collect()
-            self.leads.sample(entry, q.device)
+        read = None
+        if entry.cuda and not self.bursts.active:  # no lead read inside a window: the profiler slows the host
+            read = self.leads.sample(entry, q.device, mask)
         t0 = time.perf_counter_ns()
         if tap is None:
             out = original(q, k, v, mask, dropout_p, causal, scale=scale, enable_gqa=gqa)
         else:
             out = tap[3](original(tap[0], tap[1], tap[2], mask, dropout_p, causal, scale=scale, enable_gqa=gqa))
         us = (time.perf_counter_ns() - t0) / 1e3
+        self.leads.follow_backward(read, out)
         if count == 1:
             entry.stats.first_call_us = us  # the host's time: plan building, autotuning (CUDA: no sync)
         elif timed:
@@ -228,11 +229,12 @@ class Probe:
             if bursts.should_stop(covered):
                 bursts.stop(wanted_left=not covered, sampled=sum(self.in_burst.values()))
                 if torch.cuda.is_initialized():  # the stop waited for the GPU: the host's and its clocks meet
-                    self.leads.anchor_now()
+                    self.leads.anchor_now(list(self.entries))
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
             self.backwards.new_window()
+            self.leads.pause()
             bursts.start(record_shapes=any(e.stats.compiled for e in self.entries))  # compiled ops match by shapes
             self.special = bursts.active
         else:
@@ -286,6 +288,7 @@ class Probe:
             try:
                 self.bursts.cupti.poke()  # a teardown of CUPTI under way finishes in a CUDA call
                 self.flag_state.refresh()  # a change made other than through torch's setters
+                self.leads.collect()  # here, not at the calls: their host time is what is read
                 self.collect()
                 self.gradients.poll(self.gradient_states())
                 if self.bursts.poll():
@@ -349,7 +352,7 @@ class Probe:
         try:
             if self.bursts.active:
                 self.bursts.stop(final=True)
-            self.leads.collect()
+            self.leads.collect(wait=True)
             self.collect()
             self.gradients.poll(self.gradient_states(), wait=True)
         except Exception:  # noqa: BLE001

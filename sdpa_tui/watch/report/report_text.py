@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ...core.calls.advice import SignatureAdvice
 from ...core.calls.compiled_twins import cost_lines
+from ...core.calls.host_pace import typical_batch
 from ...core.calls.watch_report import CallRow, WatchReport, backend_label
 from ...core.calls.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
 from ...core.traces.kernel_short_names import short_name
@@ -306,7 +307,16 @@ def more_lines(row: CallRow, advice: SignatureAdvice | None) -> list[str]:
 def host_lead_text(row: CallRow) -> str:
     """How far ahead of the GPU the host made the call (read after the profiler's windows) and launched its backward
     (in them, where the profiler slows the host): the room the program's host has at this call for code that costs
-    it more (``advice.host_room``); "" where none was read."""
+    it more (``advice.host_room``); "" where none was read. Where batches were read whole (outside the windows, their
+    backwards too), their leads, first to last call."""
+    batch = typical_batch(row.lead_batches)
+    if batch is not None:
+        leads = batch.forward + batch.backward
+        text = f"forward {_span(batch.forward)}" + (f", backward {_span(batch.backward[::-1])}" if batch.backward else "")
+        waited = sum(x < WAITED_US for x in leads)
+        return (f"{text} ahead of the GPU over the {len(batch.forward)} calls of a batch (medians of {batch.batches} "
+                "batch(es) read whole)" + (f"; under {WAITED_US:.0f} µs at {waited} of {len(leads)}: the GPU "
+                                            "waited for the host there" if waited else ""))
     back = row.backward.lead_us if row.backward else None
     leads = [(name, s) for name, s in (("forward", row.lead_us), ("backward (profiled)", back)) if s]
     if not leads:
@@ -316,6 +326,11 @@ def host_lead_text(row: CallRow) -> str:
     waited = any(s.median < WAITED_US for _, s in leads)
     return ", ".join(parts) + " ahead of the GPU" + (
         f"; under {WAITED_US:.0f} µs (a launch's latency): the GPU waited for the host there" if waited else "")
+
+
+def _span(leads: tuple[float, ...]) -> str:
+    """The first call's lead → the last's, as a batch's calls made them."""
+    return f"{duration(leads[0])} → {duration(leads[-1])}"
 
 
 def check_fact(row: CallRow) -> str:

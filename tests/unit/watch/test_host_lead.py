@@ -94,10 +94,10 @@ def test_a_calls_lead_is_its_events_gpu_time_against_the_anchor_less_the_hosts_t
     clock.sample(entry, torch.device("cuda", 0))
     clock.collect()
     assert entry.stats.lead_us == []  # the GPU has not passed the event yet: nothing read
-    clock.pending[0][1].passed = True
+    clock.pending[0][4].passed = True
     clock.collect()
     assert entry.stats.lead_us == [pytest.approx(2_500.0)]
-    assert clock.pending == []
+    assert not clock.pending
 
 
 def test_leads_are_read_only_soon_after_an_anchor_on_its_device_and_a_few_per_signature(fake_gpu):
@@ -106,11 +106,11 @@ def test_leads_are_read_only_soon_after_an_anchor_on_its_device_and_a_few_per_si
     clock = host_lead.LeadClock()
     entry = _entry()
     clock.sample(entry, torch.device("cuda", 0))
-    assert clock.pending == []  # no anchor yet: the clocks have not met
+    assert not clock.pending  # no anchor yet: the clocks have not met
     FakeEvent.gpu_ms_at_record = [0.0] + [1.0] * 40
     clock.anchor_now()
     clock.sample(entry, torch.device("cuda", 1))
-    assert clock.pending == []  # another device than the anchor's
+    assert not clock.pending  # another device than the anchor's
     for _ in range(host_lead.PER_SIGNATURE + 3):
         clock.sample(entry, torch.device("cuda", 0))
     assert len(clock.pending) == host_lead.PER_SIGNATURE
@@ -128,7 +128,7 @@ def test_no_event_is_recorded_while_the_stream_is_captured_into_a_cuda_graph(fak
     clock.anchor_now()
     monkeypatch.setattr(host_lead.torch.cuda, "is_current_stream_capturing", lambda: True)
     clock.sample(_entry(), torch.device("cuda", 0))
-    assert clock.pending == []
+    assert not clock.pending
 
 
 def _measured(gpu=800.0, call_gpu=1_950.0, host=1_800.0, call_host=450.0, host_fwd=700.0, call_host_fwd=150.0):
@@ -196,4 +196,114 @@ def test_an_event_that_cannot_be_recorded_leaves_the_call_alone(fake_gpu, monkey
 
     monkeypatch.setattr(host_lead.torch.cuda, "Event", Broken)
     clock.sample(_entry(), torch.device("cuda", 0))  # no exception reaches the program's SDPA call
-    assert clock.pending == []
+    assert not clock.pending
+
+
+def _calls_on(clock, entry, mask, leads_ms, fake_gpu, grad=False):
+    """One batch's calls on ``mask``: each call 1 ms after the last on the host, its event run ``lead`` later on
+    the fake GPU; with ``grad``, each call's output needs a gradient and the outputs are returned."""
+    import torch
+
+    outs = []
+    for lead in leads_ms:
+        fake_gpu["s"] += 0.001
+        FakeEvent.gpu_ms_at_record.append((fake_gpu["s"] - 100.0) * 1e3 + lead)
+        read = clock.sample(entry, torch.device("cuda", 0), mask[:, :, :4])  # a view, as transformers passes
+        if FakeEvent.gpu_ms_at_record:  # not recorded: the call was not read
+            FakeEvent.gpu_ms_at_record.pop()
+        if grad:
+            out = torch.ones(2, requires_grad=True) * 2.0
+            clock.follow_backward(read, out)
+            outs.append(out)
+    return outs
+
+
+def test_a_batch_is_read_whole_after_the_one_the_anchor_found_with_each_backward_at_its_calls_position(fake_gpu):
+    import torch
+
+    clock = host_lead.LeadClock()
+    entry = _entry()
+    FakeEvent.gpu_ms_at_record = [0.0]
+    clock.anchor_now([entry])  # host 100 s, GPU 0 ms
+    assert entry.leads_due  # its calls take the slow path until its batches are read
+    skipped, read, after = (torch.zeros(8, 1, 8, 8, dtype=torch.bool) for _ in range(3))
+    _calls_on(clock, entry, skipped, [5.0, 5.0], fake_gpu)  # the first batch after the anchor: not read
+    assert not clock.pending
+    outs = _calls_on(clock, entry, read, [1.0, 2.0, 3.0], fake_gpu, grad=True)
+    assert len(clock.pending) == 3
+    # its backward, last layer first: the hooks record an event each, 7, 8 and 9 ms ahead
+    FakeEvent.gpu_ms_at_record += [(fake_gpu["s"] + 0.001 * i - 100.0) * 1e3 + lead
+                                   for i, lead in enumerate([7.0, 8.0, 9.0])]
+    times = iter(fake_gpu["s"] + 0.001 * i for i in range(3))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(host_lead.time, "perf_counter", lambda: next(times))
+        sum(o.sum() for o in reversed(outs)).backward()
+    _calls_on(clock, entry, after, [4.0], fake_gpu)  # the next batch closes it
+    for item in clock.pending:
+        item[4].passed = True
+    clock.collect()
+    (batch,) = entry.stats.lead_batches
+    assert batch.forward == pytest.approx((1_000.0, 2_000.0, 3_000.0))
+    assert batch.backward == pytest.approx((9_000.0, 8_000.0, 7_000.0))  # by forward position: position 2 ran first
+    assert entry.stats.lead_us[:3] == pytest.approx([1_000.0, 2_000.0, 3_000.0])
+
+
+def test_reading_stops_after_its_batches_when_the_anchor_grows_stale_and_during_a_window(fake_gpu):
+    import torch
+
+    clock = host_lead.LeadClock()
+    entry = _entry()
+    FakeEvent.gpu_ms_at_record = [0.0]
+    clock.anchor_now([entry])
+    for _ in range(host_lead.SKIP_BATCHES + host_lead.BATCHES):
+        _calls_on(clock, entry, torch.zeros(1, 1, 4, 4, dtype=torch.bool), [1.0, 1.0], fake_gpu)
+    assert entry.leads_due
+    _calls_on(clock, entry, torch.zeros(1, 1, 4, 4, dtype=torch.bool), [1.0], fake_gpu)
+    assert not entry.leads_due  # its batches are read: its calls go back to the fast path
+    for item in clock.pending:
+        item[4].passed = True
+    clock.collect()
+    assert len(entry.stats.lead_batches) == host_lead.BATCHES
+    FakeEvent.gpu_ms_at_record = [0.0]
+    clock.anchor_now([entry])
+    clock.pause()  # a window starts
+    mask = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
+    assert clock.sample(entry, torch.device("cuda", 0), mask) is None and not entry.leads_due
+    FakeEvent.gpu_ms_at_record = [0.0]
+    clock.anchor_now([entry])
+    fake_gpu["s"] += host_lead.FRESH_S + 0.1
+    assert clock.sample(entry, torch.device("cuda", 0), mask) is None and not entry.leads_due
+
+
+def test_lead_batches_survive_the_wire_and_merge_into_the_rows_typical_batch():
+    from sdpa_tui.core.calls.host_pace import BatchLeads
+
+    stats = CallStats(SIG, lead_batches=[BatchLeads((1.0, 2.0), (3.0, 4.0)), BatchLeads((3.0, None), ())])
+    assert CallStats.from_dict(stats.to_dict()).lead_batches == stats.lead_batches
+
+
+def test_with_a_batch_read_whole_packed_code_is_held_to_its_gpu_per_call_plus_the_gpus_wait_for_the_host():
+    from sdpa_tui.core.calls.host_pace import TypicalBatch
+
+    m = _measured()  # forward +550 µs of host a call, backward +800; GPU 1,150 µs a call saved, 1/3 in the forward
+    far = HostLead(None, None, TypicalBatch((50_000.0,) * 8, (50_000.0,) * 8, 3), 1 / 3)
+    ours, theirs, clock, why = host_room(m, far)
+    assert (clock, ours.median, theirs.median) == ("paced", 800.0, 1_950.0)  # no wait: the GPU's saving whole
+    assert "8 calls of a batch" in why and "3 batch(es)" in why and "waits 0.0 µs a batch" in why
+    close = HostLead(None, None, TypicalBatch((0.0,) * 8, (0.0,) * 8, 3), 1 / 3)
+    ours, theirs, clock, why = host_room(m, close)
+    # host-bound: every µs the code adds is waited for, and the GPU's saving is lost: 550 + 800 more a call
+    assert clock == "paced" and ours.median - theirs.median == pytest.approx(550.0 + 800.0)
+    inference = HostLead(None, None, TypicalBatch((50_000.0,) * 8, (), 3), None)
+    assert host_room(m, inference) is None  # a training call with no backward read and no medians: undecided
+
+
+def test_the_report_shows_a_batchs_leads_first_call_to_last():
+    from sdpa_tui.core.calls.host_pace import BatchLeads
+
+    row = CallRow(SIG, 32, "a.py:1", None, "CUDNN_ATTENTION", "", {}, None, None, (), (1,),
+                  lead_us=Summary.of([1.0, 500.0]),
+                  lead_batches=(BatchLeads((1.0, 500.0), (9_000.0, 3_000.0)),))
+    text = host_lead_text(row)
+    assert text.startswith("forward 1.0 µs → 500.0 µs, backward 3.00 ms → 9.00 ms ahead of the GPU over the 2 calls")
+    assert "under 10 µs at 1 of 4" in text

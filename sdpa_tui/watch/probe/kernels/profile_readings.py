@@ -29,9 +29,9 @@ def keep_sample(samples: list[float], value: float) -> None:
 
 
 class Entry:
-    """One signature in this process. ``count`` and ``wanted`` are read on the wrapper's fast path."""
+    """One signature in this process. ``count``, ``wanted`` and ``leads_due`` are read on the wrapper's fast path."""
 
-    __slots__ = ("count", "stats", "index", "cuda", "wanted", "profiled", "group", "gradients")
+    __slots__ = ("count", "stats", "index", "cuda", "wanted", "profiled", "group", "gradients", "leads_due")
 
     def __init__(self, stats: CallStats, index: int, cuda: bool, profiling: bool = True) -> None:
         self.count = 0
@@ -43,6 +43,7 @@ class Entry:
         self.profiled = 0
         self.group: list[Entry] = [self]  # a compiled graph's entries run together
         self.gradients = None  # the backward sentinel's state (``gradient_sentinel.SignatureGradients``), grad calls
+        self.leads_due = False  # the host's lead is being read at each call of a batch (``host_lead.py``): slow path
 
     @property
     def needed(self) -> int:
@@ -76,6 +77,7 @@ class Entry:
             replace(s.check, backward=s.check.backward.copy() if s.check.backward else None), s.decomposed,
             s.mask_strides, dict(s.sites), s.sites_sampled, mask_form=s.mask_form,
             lengths=[dict(h) for h in s.lengths], layouts=s.layouts, lead_us=list(s.lead_us),
+            lead_batches=list(s.lead_batches),
         )
 
 
