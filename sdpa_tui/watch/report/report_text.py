@@ -311,11 +311,11 @@ def host_lead_text(row: CallRow) -> str:
     backwards too), their leads, first to last call."""
     batch = typical_batch(row.lead_batches)
     if batch is not None:
-        leads = batch.forward + batch.backward
+        read = batch.forward + batch.backward
         text = f"forward {_span(batch.forward)}" + (f", backward {_span(batch.backward[::-1])}" if batch.backward else "")
-        waited = sum(x < WAITED_US for x in leads)
+        waited = sum(x < WAITED_US for x in read)
         return (f"{text} ahead of the GPU over the {len(batch.forward)} calls of a batch (medians of {batch.batches} "
-                "batch(es) read whole)" + (f"; under {WAITED_US:.0f} µs at {waited} of {len(leads)}: the GPU "
+                "batch(es) read whole)" + (f"; under {WAITED_US:.0f} µs at {waited} of {len(read)}: the GPU "
                                             "waited for the host there" if waited else ""))
     back = row.backward.lead_us if row.backward else None
     leads = [(name, s) for name, s in (("forward", row.lead_us), ("backward (profiled)", back)) if s]

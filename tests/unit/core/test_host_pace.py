@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from sdpa_tui.core.calls.host_pace import (BatchLeads, PhaseChange, TypicalBatch, gpu_wait_us, paced_saving_us,
-                                           typical_batch)
+from sdpa_tui.core.calls.host_pace import (
+    BatchLeads,
+    PhaseChange,
+    TypicalBatch,
+    gpu_wait_us,
+    paced_saving_us,
+    typical_batch,
+)
 
 CODE = PhaseChange(host_added_us=300.0, gpu_saved_us=200.0)  # per call: 300 µs more host, 200 µs less GPU
 
