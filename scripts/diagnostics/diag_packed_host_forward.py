@@ -1,51 +1,84 @@
-"""The packed child's host clocks, raw: ``engine/costs/packed_cost.measure_code`` on the padded Llama's training call
-as watch builds it (seq 2048, 60 % padding, transformers' layouts, 8 calls on a mask), ``--runs`` times, each
-sample of the code's and the call's host time, forward+backward and forward alone; then the same with Python's
-garbage collector off. Prints one JSON line per run.
+"""Why the packed child's host clock moves between runs: the padded Llama's training call (seq 2048, 60 % padding,
+transformers' layouts) and varlen_attn's code, forward alone and forward+backward, timed on the host (calls launched
+back to back, timed before the final synchronize) four ways, the code and the call in alternation each round:
 
-Usage: python3 scripts/diagnostics/diag_packed_host_forward.py [--runs 3] [--seq 2048]
+- ``as-engine``: 8 calls right after a synchronize (``engine/measuring/clocks.host_us``);
+- ``spun``: the same after 20 ms of the host spinning (a host that was waiting for the GPU, woken up);
+- ``long``: 32 calls;
+- ``busy-gpu``: 8 calls behind 20 ms of queued GPU work, the host running ahead as in a GPU-bound program.
+
+One JSON line per round: each way's median µs a call of the code and of the call, and their difference.
+
+Usage: python3 scripts/diagnostics/diag_packed_host_forward.py [--rounds 4] [--samples 7]
 """
 
 import argparse
-import gc
 import json
 import statistics
+import time
 
-from sdpa_tui.core.calls.call_signature import CallSignature
-from sdpa_tui.core.calls.mask_forms import CAUSAL_KEY_PADDING
-from sdpa_tui.core.calls.packed_alternative import VARLEN, packed_spec
-from sdpa_tui.core.calls.watch_lab import lab_workload
-from sdpa_tui.engine.costs.packed_cost import measure_code
+import torch
+import torch.nn.functional as F
+from padded_llama_call import padded_calls
+
+from sdpa_tui.core.calls.packed_alternative import VARLEN
+from sdpa_tui.engine.costs.packed_cost import run_code
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--runs", type=int, default=3)
-parser.add_argument("--seq", type=int, default=2048)
+parser.add_argument("--rounds", type=int, default=4)
+parser.add_argument("--samples", type=int, default=7)
 args = parser.parse_args()
-seq = args.seq
-sig = CallSignature((8, 16, seq, 64), (8, 16, seq, 64), "torch.bfloat16", "cuda:0", "bool", (8, 1, seq, seq),
-                    scale=0.125, grad=True)
-workload, _ = lab_workload(sig)
-lengths = (2048, 965, 858, 751, 644, 537, 429, 322) if seq == 2048 else None
-spec = packed_spec(workload, sig, CAUSAL_KEY_PADDING, lengths, 8, ("blhd", "bhld", "bhld"))
-code = dict(spec.codes)[VARLEN]
+device = torch.device("cuda")
+call = next(c for c in padded_calls(2048, "0.6", "blhd,bhld,bhld", device) if c.grad)
+code = run_code(dict(call.spec.codes)[VARLEN], call.names)
+i = call.inputs
+steps = {
+    "code forward": code, "call forward": lambda: F.scaled_dot_product_attention(i.q, i.k, i.v,
+                                                                                 attn_mask=call.attn_mask),
+    "code fwd+bwd": call.step(code), "call fwd+bwd": call.sdpa_step(),
+}
+big = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
 
 
-def med(xs):
-    return round(statistics.median(xs), 1) if xs else None
+def queue_gpu(ms: float) -> None:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    big @ big
+    end.record()
+    end.synchronize()
+    for _ in range(max(1, round(ms / start.elapsed_time(end)))):
+        big @ big
 
 
-for gc_on in (True, False):
-    for run in range(args.runs):
-        if not gc_on:
-            gc.disable()
-        cost = measure_code(spec, code)
-        gc.enable()
-        print(json.dumps({
-            "gc": gc_on, "run": run,
-            "code_host": med(cost.host_us), "code_host_forward": med(cost.host_forward_us),
-            "call_host": med(cost.call.host_us), "call_host_forward": med(cost.call.host_forward_us),
-            "code_eager": med(cost.eager_us), "code_gpu": med(cost.gpu_us), "call_gpu": med(cost.call.gpu_us),
-            "batch_us": cost.batch_us,
-            "raw": {"code_host": [round(x) for x in cost.host_us], "code_host_forward": [round(x) for x in cost.host_forward_us],
-                    "call_host_forward": [round(x) for x in cost.call.host_forward_us]},
-        }), flush=True)
+def host_us(step, way: str) -> float:
+    torch.cuda.synchronize()
+    calls = 32 if way == "long" else 8
+    if way == "spun":
+        until = time.perf_counter() + 0.020
+        while time.perf_counter() < until:
+            pass
+    if way == "busy-gpu":
+        queue_gpu(20.0)
+    start = time.perf_counter()
+    for _ in range(calls):
+        step()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed * 1e6 / calls
+
+
+for step in steps.values():
+    for _ in range(3):
+        step()
+for r in range(args.rounds):
+    row = {"round": r}
+    for way in ("as-engine", "spun", "long", "busy-gpu"):
+        got = {name: [] for name in steps}
+        for _ in range(args.samples):
+            for name, step in steps.items():
+                got[name].append(host_us(step, way))
+        med = {name: statistics.median(v) for name, v in got.items()}
+        row[way] = {**{k: round(v, 1) for k, v in med.items()},
+                    "added forward": round(med["code forward"] - med["call forward"], 1),
+                    "added fwd+bwd": round(med["code fwd+bwd"] - med["call fwd+bwd"], 1)}
+    print(json.dumps(row), flush=True)
