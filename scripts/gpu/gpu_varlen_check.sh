@@ -3,7 +3,7 @@
 # PART=watch: a transformers Llama from a config (random weights) on a batch padded 25 % and 60 %, watched with
 # --report (the advice and its saving), then the same program with the advised code applied by hand
 # (tests/watch_programs/hf_padded_packed.py --code-from) watched again: the saving realised against the promise
-# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex; HIDDEN the model's hidden size, 1024); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it; ROUNDS such runs); PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
+# and the real tokens' logits (PADS='0.25 0.6' and BUDGET=90, the advice's seconds, by default; WATCH_FLAGS e.g. --no-flex; HIDDEN the model's hidden size, 1024); PART=tests: the cuda-marked packed-attention tests; PART=diag: where the time goes (scripts/diagnostics/diag_packed_kernels.py); PART=by-hand: varlen_attn's code applied to the program whatever the advice says, unwatched (what packing gives it; ROUNDS such runs); PART=pace: the host's leads read by watch (no advice) and the code by hand, at each CONFIGS hidden:seq; PART=all (default): lab, watch and tests; several parts: PART='diag watch'.
 # Writes logs and results under $OUT/r and $OUT/res.tgz.
 OUT=${OUT:-$PWD/gpu-check-out}
 source scripts/gpu/gpu-env.sh
@@ -66,6 +66,19 @@ PY
     done
   done
 }
+pace() {  # the host's lead at each call, watched without advice, then the code by hand: the pace model's inputs and
+  # what it should predict (CONFIGS: hidden:seq pairs; PADS)
+  for hs in ${CONFIGS:-1024:2048 2048:2048 1024:1024}; do
+    HIDDEN=${hs%:*}; SEQ=${hs#*:}
+    for pad in ${PADS:-0.6}; do
+      echo "=== leads: hidden $HIDDEN, seq $SEQ, padding $pad, watched without advice [$(date +%T)]"
+      timeout 200 python3 -m sdpa_tui watch --report $OUT/r/leads-$HIDDEN-$SEQ-$pad.json --no-advice -- \
+        python3 tests/watch_programs/hf_padded_packed.py cuda $DTYPE $SEQ $pad --hidden $HIDDEN --steps ${STEPS:-40} \
+        | grep -E "host lead|ahead|batch|median step" | head -6
+    done
+    PADS=${PADS:-0.6} by_hand
+  done
+}
 tests() { echo "=== the cuda-marked packed-attention tests [$(date +%T)]"; timeout 300 python3 -m pytest -q -p no:cacheprovider -m cuda tests/unit/watch/test_packed_alternative.py 2>&1 | tail -15; }
 {
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
@@ -78,6 +91,7 @@ for part in $PART; do
       timeout 200 python3 scripts/diagnostics/diag_packed_kernels.py $OUT/r/packed-kernels.json --seq $SEQ ;;
     tests) tests ;;
     by-hand) by_hand ;;
+    pace) pace ;;
     all) lab; watched; tests ;;
   esac
 done

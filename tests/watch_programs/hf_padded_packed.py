@@ -75,11 +75,25 @@ calls = {"n": 0}
 sdpa = F.scaled_dot_product_attention
 
 
+spans: dict[str, list[float]] = {"forward": [], "backward": []}
+
+
 def step() -> torch.Tensor:
+    """One training step; the host's time in its forward and in its backward (until each returns: launches, and
+    any wait for the GPU inside) into ``spans``."""
     model.zero_grad(set_to_none=True)
+    t0 = time.perf_counter()
     out = model(ids, attention_mask=keep, labels=labels)
+    t1 = time.perf_counter()
     out.loss.backward()
+    spans["forward"].append(t1 - t0)
+    spans["backward"].append(time.perf_counter() - t1)
     return out.logits.detach()
+
+
+def host_spans() -> dict[str, float]:
+    """The median host µs of the last ``STEPS`` steps' forward and backward."""
+    return {name: statistics.median(v[-STEPS:]) * 1e6 for name, v in spans.items()}
 
 
 def timed_steps(steps: int = STEPS) -> tuple[float, torch.Tensor]:
@@ -170,6 +184,7 @@ def packed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
 
 
 sdpa_us, sdpa_logits = timed_steps()
+sdpa_spans = host_spans()
 traced("sdpa")
 calls["n"] = 0
 step()
@@ -179,6 +194,7 @@ step()
 per_step = calls["n"]
 last["batches"] = 0
 packed_us, packed_logits = timed_steps()
+packed_spans = host_spans()
 traced("packed")
 F.scaled_dot_product_attention = sdpa
 real = keep.bool()
@@ -193,6 +209,8 @@ result = {
     "promised_us_per_step": promised_per_call * per_step, "realised_us_per_step": sdpa_us - packed_us,
     "realised_over_promised": (sdpa_us - packed_us) / (promised_per_call * per_step) if promised_per_call else None,
     "logits_max_rel_diff_real_tokens": diff / scale_ if scale_ else None,
+    "host_forward_us_sdpa": sdpa_spans["forward"], "host_backward_us_sdpa": sdpa_spans["backward"],
+    "host_forward_us_packed": packed_spans["forward"], "host_backward_us_packed": packed_spans["backward"],
 }
 print(json.dumps(result))
 if args.json:
