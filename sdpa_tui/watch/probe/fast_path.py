@@ -1,6 +1,7 @@
 """The function that replaces ``torch.nn.functional.scaled_dot_product_attention``: its fast path.
 
-A call of a signature seen before, with no burst due or running and the signature covered, costs
+A call of a signature seen before, with no burst due or running, the signature covered and no batch
+of its calls being read for the host's lead (``host_lead.py``), costs
 a key (a tuple of what decides the backend), a comparison with the last key seen (a dict lookup
 when it differs) and one increment; everything else goes to :class:`probe.Probe`'s slow path.
 Under ``torch.compiler.is_compiling()`` (read as its two parts) the wrapper only forwards, so

@@ -14,11 +14,10 @@ waited for the GPU, so the GPU runs it at once (a few µs late: the lead reads t
 (tens of µs a second), so leads are read only for :data:`FRESH_S` after an anchor.
 
 A call with a mask is read by batch: the calls on one mask (transformers gives each layer a view of one mask built
-per forward) are one batch, in order. The batch the window stopped in is not read, nor the first one after it (the
-window's wait let the GPU drain, so its first calls find the GPU idle, as they do in a program that waits for its GPU
-every step, and not otherwise); the next :data:`BATCHES` are read whole, every call of the signature taking the slow
-path meanwhile (``Entry.leads_due``). A call without a mask has no batch: its first :data:`PER_SIGNATURE` calls after
-the anchor are read, for the report alone. No lead is read inside a window.
+per forward) are one batch, in order. The batch of the first call after the anchor is not read: it is the one the
+window stopped in, its host held back by the stop's wait. The next :data:`BATCHES` are read whole, every call of the
+signature taking the slow path meanwhile (``Entry.leads_due``). A call without a mask has no batch: its first
+:data:`PER_SIGNATURE` calls after the anchor are read, for the report alone. No lead is read inside a window.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ FRESH_S = 5.0
 PER_SIGNATURE = 16
 """At most this many calls of a signature without a mask are read per anchor."""
 SKIP_BATCHES = 1
-"""Batches started after an anchor that are not read: the first (the anchor's wait may still hold its host back)."""
+"""Batches met after an anchor that are not read: the first, the one the window stopped in."""
 BATCHES = 3
 """Batches of a signature read whole per anchor, after those skipped."""
 KEPT_BATCHES = 8
