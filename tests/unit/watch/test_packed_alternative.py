@@ -447,6 +447,33 @@ def test_the_advice_says_the_once_per_batch_part_and_the_calls_that_share_it():
     assert "50.0 µs per call × 64 (its once-per-batch part, 80.0 µs, counted once per 8 call(s)" in line
 
 
+def test_with_a_batch_of_leads_read_the_advice_is_on_the_paced_clock_and_the_calls_view_says_so():
+    """Packed code measured beside a training call, the host's lead read at every call of a batch: the advice holds
+    the code to GPU/call plus the GPU's wait for the host, and the Calls view lists GPU/call under that name."""
+    from sdpa_tui.core.calls.advice import HostLead
+    from sdpa_tui.core.calls.host_pace import TypicalBatch
+    from sdpa_tui.core.calls.packed_alternative import CallClocks
+    from sdpa_tui.ui.watch.call_rows import alternatives_lines
+
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS, calls_per_batch=4)
+    near = (40.0, 41, 39, 40, 42, 38)
+    cost = PackedCost((90.0, 91, 89, 90, 92, 88), near, 38.0, 2e-7, None, 0.01, host_us=(300.0,) * 6,
+                      host_forward_us=(100.0,) * 6,
+                      call=CallClocks((120.0,) * 6, (100.0, 101, 99, 100, 102, 98), (200.0,) * 6, (60.0,) * 6))
+    lab_session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    far = HostLead(None, None, TypicalBatch((5_000.0,) * 4, (5_000.0,) * 4, 3), 0.5)
+    advice = advise(lab_session, "EFFICIENT_ATTENTION", outside=[packed_alternative(VARLEN, cost, spec)],
+                    host_lead=far)
+    assert advice.clock == "paced" and advice.saving_us_per_call == pytest.approx(60.0)  # 100 - 40, no wait
+    text = "\n".join(alternatives_lines(advice, 64))
+    assert "alternatives (lab, GPU/call, the best paced by the host" in text and "40.0 µs" in text
+    # the host at the GPU's heels: the forward adds 40 µs a call, the backward 60; the GPU's 60 saved is lost
+    close = HostLead(None, None, TypicalBatch((0.0,) * 4, (0.0,) * 4, 3), 0.5)
+    slow = advise(lab_session, "EFFICIENT_ATTENTION", outside=[packed_alternative(VARLEN, cost, spec)],
+                  host_lead=close)
+    assert slow.best is None and "paced" in slow.alternatives[-1].judged
+
+
 def picked(gpu_us: list[float], eager_us: list[float]):
     """A lab session on a GPU where SDPA picked Mem-efficient, with these samples."""
     from sdpa_tui.core.protocol.records import BackendStatus, Dispatch
