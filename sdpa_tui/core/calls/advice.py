@@ -294,6 +294,7 @@ def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[floa
     """The code on the paced clock: its GPU/call plus the GPU's wait for the host a call (``host_pace``)."""
     assert m.gpu is not None
     saved = call_gpu.median - m.gpu.median
+    added = [max(0.0, x) for x in added]  # a phase read as cheaper on the host is not counted on: as said below
     if len(added) == 2:
         part = FORWARD_SHARE if share is None else share
         forward, backward = PhaseChange(added[0], saved * part), PhaseChange(added[1], saved * (1 - part))
@@ -310,7 +311,7 @@ def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[floa
                                                      if backward is not None else "")
     why = (f"{facts}; the host ahead of the GPU by {ahead} over the {n} calls of a batch (medians of "
            f"{batch.batches} batch(es) read whole, outside the profiler); the code adds "
-           + ", ".join(f"{us_number(max(0.0, x) * n)} µs of host to the {name}"
+           + ", ".join(f"{us_number(x * n)} µs of host to the {name}"
                        for x, name in zip(added, ("forward", "backward")))
            + f": replayed on those leads the GPU waits {us_number(wait * n)} µs a batch, {us_number(wait)} a call, "
            "held to GPU/call with that wait (paced)")
