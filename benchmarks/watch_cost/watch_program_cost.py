@@ -2,9 +2,11 @@
 
 The program is ``tests/watch_programs/training.py``: a transformers Llama from a config training on the device (on a
 GPU truth.py's large Llama, about 59 ms a step on an H100), with an evaluation every 50 steps. One plain calibration
-run gives its start-up and its time a step; each target (``--seconds``, e.g. 10 and 60) then gets the number of steps
-that makes the plain program last that long, and runs plain and watched in alternation (plain first in even rounds,
-watched first in odd ones), ``--rounds`` times. Watched is what a user types, headless:
+run gives its steady step (the median step after the first two: the first steps' warm-up, 2.5 s on an H100, left
+out) and what the command takes besides its steps at that pace (start-up, warm-up, exit); each target (``--seconds``,
+e.g. 10 and 60) then gets the number of steps that makes the plain command last that long, and runs plain and watched
+in alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
+types, headless:
 
     python3 -m sdpa_tui watch --report R.json --no-advice -- python3 training.py ...
 
@@ -15,7 +17,8 @@ Per run: the wall time of the whole command (from its start to its exit: what th
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
 as the ratio of the medians and per round (each watched run against the plain run beside it). A table on stdout,
-JSON to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``).
+JSON to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as
+the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu).
 
     python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2
     python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size tiny --seconds 3 --rounds 1 --json out.json
@@ -27,6 +30,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -70,13 +74,35 @@ def run_once(prefix: list[str], steps: int, args: argparse.Namespace, tmp: str) 
     steps_ms = own["step_ms"]
     got = {"wall_s": wall, "program_s": own["ended"] - own["started"], "start_up_s": own["loop"] - t0,
            "loop_s": own["ended"] - own["loop"], "steps": len(steps_ms), "evals": own["evals"],
-           "median_step_ms": statistics.median(steps_ms[2:] or steps_ms), "mean_step_ms": statistics.mean(steps_ms)}
+           "median_step_ms": statistics.median(steps_ms[2:] or steps_ms), "mean_step_ms": statistics.mean(steps_ms),
+           "device_name": own["device_name"]}
     if prefix:
         captures = json.loads(Path(report).read_text()).get("captures", {})
         got["windows"] = captures.get("count", 0)
         got["captures"] = captures
         got["windows_cost_s"] = sum(float(captures.get(k, 0.0)) for k in ("start_s", "profiled_s", "stop_s", "export_s"))
     return got
+
+
+def sizing(calibration: dict) -> dict:
+    """From the plain calibration run: its steady step (the median after the warm-up's first steps) and the rest of
+    its command's wall time (start-up, warm-up, the exit), what a target's steps are added to."""
+    steady_s = calibration["median_step_ms"] / 1e3
+    return {"steady_step_ms": calibration["median_step_ms"],
+            "besides_steps_s": calibration["wall_s"] - calibration["steps"] * steady_s}
+
+
+def target_steps(target_s: float, sized: dict) -> int:
+    """The steps that make the plain command last ``target_s`` at the steady step (3 at least)."""
+    return max(3, round((target_s - sized["besides_steps_s"]) / (sized["steady_step_ms"] / 1e3)))
+
+
+def device_tag(device_name: str | None) -> str:
+    """The device in a result's file name: h100 or h200 where the GPU's name holds it, else cuda; cpu for none."""
+    if device_name is None:
+        return "cpu"
+    found = re.search(r"h100|h200", device_name.lower())
+    return found.group() if found else "cuda"
 
 
 def spread(values: list[float]) -> dict:
@@ -153,12 +179,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         variants = commands(os.path.join(tmp, "calls.json"), args.advice)
         calibration = run_once([], CALIBRATION_STEPS[args.size], args, tmp)
-        per_step_s = calibration["loop_s"] / calibration["steps"]
-        result["calibration"] = calibration
-        print(f"calibration: start-up {calibration['start_up_s']:.2f} s, {per_step_s * 1e3:.1f} ms a step "
-              f"(evaluations included)", flush=True)
+        sized = sizing(calibration)
+        result["calibration"] = {**calibration, **sized}
+        result["gpu"] = calibration["device_name"]
+        print(f"calibration: {calibration['wall_s']:.2f} s wall, start-up {calibration['start_up_s']:.2f} s, "
+              f"{calibration['steps']} steps: steady {sized['steady_step_ms']:.1f} ms a step (mean "
+              f"{calibration['mean_step_ms']:.1f}), {sized['besides_steps_s']:.2f} s besides the steps", flush=True)
         for target, count in zip(targets, rounds):
-            steps = max(3, round((target - calibration["start_up_s"]) / per_step_s))
+            steps = target_steps(target, sized)
             runs: dict[str, list[dict]] = {name: [] for name in variants}
             for r in range(count):
                 order = list(variants) if r % 2 == 0 else list(variants)[::-1]
@@ -173,7 +201,7 @@ def main() -> int:
             print(table(target, steps, summary), flush=True)
             result["targets"].append({"seconds": target, "steps": steps, "rounds": count, "summary": summary,
                                       "runs": runs})
-    write_result(result, args.json, f"watch-program-cost-{args.device.split(':')[0]}-{started.date()}.json")
+    write_result(result, args.json, f"watch-program-cost-{device_tag(result['gpu'])}-{started.date()}.json")
     return 0
 
 

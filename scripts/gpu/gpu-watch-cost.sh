@@ -5,21 +5,23 @@
 # H100); PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
+tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
+tag=${tag:-cuda}  # the results' names say which GPU ran them
 {
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuDNN", torch.backends.cudnn.version())'
 case $PART in
   tests)
     echo "=== watch cuda tests"; timeout 330 python3 -m pytest -q -p no:cacheprovider --durations=8 tests/gpu/test_watch_cuda.py 2>&1 | tail -25
-    echo "=== per-call cost"; timeout 200 python3 benchmarks/watch_cost/watch_overhead.py --repeats 7 --steps 5 --json $OUT/r/watch-overhead-h100.json ;;
+    echo "=== per-call cost"; timeout 200 python3 benchmarks/watch_cost/watch_overhead.py --repeats 7 --steps 5 --json $OUT/r/watch-overhead-$tag.json ;;
   step)
     echo "=== step cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_cost/watch_step_cost.py --steps ${STEPS:-1000} --rounds ${ROUNDS:-1} \
-      --llama ${LLAMA:-small} --json $OUT/r/watch-step-cost-h100-${LLAMA:-small}.json ${ONLY:-} ;;
+      --llama ${LLAMA:-small} --json $OUT/r/watch-step-cost-$tag-${LLAMA:-small}.json ${ONLY:-} ;;
   program)
     echo "=== program cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_cost/watch_program_cost.py --device cuda \
-      --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --json $OUT/r/watch-program-cost-h100.json ;;
+      --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --json $OUT/r/watch-program-cost-$tag.json ;;
   shots)
-    echo "=== watch screenshots"; timeout 100 python3 scripts/screenshots/watch_screenshots.py --device cuda --out $OUT/r --tag h100 ;;
+    echo "=== watch screenshots"; timeout 100 python3 scripts/screenshots/watch_screenshots.py --device cuda --out $OUT/r --tag $tag ;;
 esac
 } 2>&1 | tee $OUT/r/log-$PART.txt
 tar czf $OUT/res.tgz -C $OUT r

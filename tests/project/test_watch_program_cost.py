@@ -5,13 +5,16 @@ benchmark's runs, pairs and summary are checked."""
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 
 import pytest
-from support.paths import REPO
+from support.paths import BENCHMARKS, REPO
 
 ROOT = REPO
+SCRIPT = BENCHMARKS / "watch_cost" / "watch_program_cost.py"
+H100_RUN = REPO / "docs" / "lab-notes" / "measurements" / "h100-2026-11-27-s18" / "watch-program-cost.json"
 
 pytestmark = pytest.mark.torch_range
 
@@ -19,11 +22,15 @@ pytestmark = pytest.mark.torch_range
 def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command_is_timed(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "cost.json"
-    proc = subprocess.run([sys.executable, "benchmarks/watch_cost/watch_program_cost.py", "--device", "cpu",
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu",
                            "--seconds", "1", "--rounds", "2", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["device"] == "cpu" and result["size"] == "tiny" and result["command"][0] == "watch_program_cost.py"
+    assert result["gpu"] is None and result["calibration"]["steps"] == 5
+    calibration = result["calibration"]
+    assert calibration["steady_step_ms"] == calibration["median_step_ms"]
+    assert calibration["besides_steps_s"] == pytest.approx(calibration["wall_s"] - 5 * calibration["median_step_ms"] / 1e3)
     (target,) = result["targets"]
     runs = target["runs"]
     assert [r["round"] for r in runs["plain"]] == [0, 1] and [r["round"] for r in runs["watched"]] == [0, 1]
@@ -38,3 +45,25 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert watched["wall_s_added_pct"]["of_medians"] == pytest.approx(expected * 100)
     assert watched["wall_s_added_pct"]["per_round"]["n"] == 2
     assert "~1-s program" in proc.stdout and "watched" in proc.stdout
+
+
+def test_a_target_is_sized_from_the_steady_step_not_from_a_mean_holding_the_warm_up():
+    """The H100 run of 2026-11-27: its calibration's 30 steps had a mean of 141 ms (the first steps' warm-up in it)
+    against a median of 58 ms, and its "60-s" target ran 34 s. Sized from the steady step, that target's steps would
+    have made the plain runs measured there last about 60 s (each run's time besides its loop, plus the steps at the
+    loop's own pace)."""
+    sizing = runpy.run_path(str(SCRIPT))
+    recorded = json.loads(H100_RUN.read_text())
+    calibration = recorded["calibration"]
+    assert calibration["mean_step_ms"] > 2 * calibration["median_step_ms"], "the warm-up this test is about"
+    (target,) = [t for t in recorded["targets"] if t["seconds"] == 60]
+    steps = sizing["target_steps"](60, sizing["sizing"](calibration))
+    for plain in target["runs"]["plain"]:
+        lasts = plain["wall_s"] - plain["loop_s"] + steps * plain["loop_s"] / plain["steps"]
+        assert lasts == pytest.approx(60, rel=0.1)
+
+
+@pytest.mark.parametrize(("name", "tag"), [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+                                           ("NVIDIA A100-SXM4-80GB", "cuda"), (None, "cpu")])
+def test_the_results_file_is_named_after_the_gpu_that_ran_it(name, tag):
+    assert runpy.run_path(str(SCRIPT))["device_tag"](name) == tag

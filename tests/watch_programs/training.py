@@ -5,7 +5,7 @@ gradients, a shorter batch: another signature) every ``EVAL_EVERY`` steps, as a 
 ``large`` is truth.py's GPU-bound Llama (8 layers, hidden 2048, GQA 16/4 heads, head dim 128, bf16, a batch
 [8, 1024]: about 59 ms a step on an H100); ``tiny`` runs anywhere in a fraction of a second (float32, 2 layers).
 Writes its own clock to OUT as JSON: when its first line ran, when its loop began and ended (``time.time``), and
-every training step's time (ms, the device synchronised).
+every training step's time (ms, the device synchronised); and the GPU's name (None on the CPU).
 
     python3 training.py OUT STEPS [cuda|cpu] [large|tiny]
 """
@@ -62,6 +62,7 @@ for step in range(steps):
             total += float(model(held_out, labels=held_out).loss)
         evals += 1
 ended = time.time()
+device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
 with open(out_path, "w") as f:
     json.dump({"started": started, "loop": loop, "ended": ended, "step_ms": step_ms, "evals": evals,
-               "total": total}, f)
+               "total": total, "device_name": device_name}, f)
