@@ -1,7 +1,7 @@
 """What ``sdpa-tui watch`` costs a whole training program, end to end: the same program plain and watched, alternated.
 
 The program is ``tests/watch_programs/training.py`` at a size per target (``--size``). On a GPU a target under 30 s
-gets ``small``, a decoder-only transformer in plain torch (bf16, hidden 1024, 6 layers, causal SDPA): it imports no
+gets ``decoder``, a decoder-only transformer in plain torch (bf16, hidden 1024, 6 layers, causal SDPA): it imports no
 transformers, so its start-up is short and a 10-s program is mostly training steps. The Llama that transformers builds
 (``large``, about 59 ms a step on an H100) spent 11 to 15 s there before its first step, so its "10-s" program was
 the benchmark's floor of 3 steps, its start-up measured and not a short training run; it stays the program of the
@@ -26,8 +26,8 @@ JSON (each size's calibration under ``calibrations``, each target with its size,
 (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as the program found it:
 h100 or h200 where the GPU's name says so, else cuda; cpu).
 
-    python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size small,large
-    python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size small --seconds 3 --rounds 1 --json out.json
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size decoder,large
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size decoder --seconds 3 --rounds 1 --json out.json
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from recorded import run_header, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "watch_programs" / "training.py"
-SIZES = ("large", "small", "tiny")
-CALIBRATION_STEPS = {"large": 30, "small": 30, "tiny": 5}
-LARGE_FROM_S = 30.0  # on a GPU, a target this long or longer runs the large Llama; a shorter one the small decoder
+SIZES = ("large", "decoder", "tiny")
+CALIBRATION_STEPS = {"large": 30, "decoder": 30, "tiny": 5}
+LARGE_FROM_S = 30.0  # on a GPU, a target this long or longer runs the large Llama; a shorter one the plain-torch decoder
 
 
 def commands(report: str, advice: bool) -> dict[str, list[str]]:
@@ -65,11 +65,11 @@ def commands(report: str, advice: bool) -> dict[str, list[str]]:
 
 
 def default_size(target_s: float, device: str) -> str:
-    """The program's size for a target: on the CPU the tiny Llama; on a GPU the small plain-torch decoder under
+    """The program's size for a target: on the CPU the tiny Llama; on a GPU the plain-torch decoder under
     ``LARGE_FROM_S`` (the large Llama's start-up alone is longer than a short target), the large Llama from there."""
     if not device.startswith("cuda"):
         return "tiny"
-    return "small" if target_s < LARGE_FROM_S else "large"
+    return "decoder" if target_s < LARGE_FROM_S else "large"
 
 
 def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace, tmp: str) -> dict:
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("--seconds", default="10,60", help="the plain program's length per target, comma-separated")
     parser.add_argument("--rounds", default="4,2", help="rounds per target (one number: every target)")
     parser.add_argument("--size", help=f"the program's size, {'|'.join(SIZES)}: one for every target or one per "
-                        f"target, comma-separated (default: on cuda small under {LARGE_FROM_S:g} s, large from there; "
+                        f"target, comma-separated (default: on cuda decoder under {LARGE_FROM_S:g} s, large from there; "
                         "tiny on cpu)")
     parser.add_argument("--advice", action="store_true", help="add the default command (advice measured after exit)")
     parser.add_argument("--timeout", type=float, default=600.0, help="one run's limit in seconds")

@@ -1,4 +1,4 @@
-"""benchmarks/watch_cost/watch_program_cost.py on the CPU (a tiny Llama, the small plain-torch decoder): the same program
+"""benchmarks/watch_cost/watch_program_cost.py on the CPU (a tiny Llama, the plain-torch decoder): the same program
 plain and watched, alternated, its whole command timed. The numbers that count come from a GPU
 (scripts/gpu/gpu-watch-cost.sh, PART=program); here the benchmark's runs, pairs and summary are checked, and the program
 it runs (tests/watch_programs/training.py)."""
@@ -56,22 +56,22 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
 def test_each_target_runs_its_own_size_sized_from_that_size_s_calibration(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "cost.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--seconds", "1,2", "--size", "small,tiny",
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--seconds", "1,2", "--size", "decoder,tiny",
                            "--rounds", "1", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     calibrations = result["calibrations"]
-    assert sorted(calibrations) == ["small", "tiny"]
-    assert calibrations["small"]["steps"] == 30 and calibrations["tiny"]["steps"] == 5
+    assert sorted(calibrations) == ["decoder", "tiny"]
+    assert calibrations["decoder"]["steps"] == 30 and calibrations["tiny"]["steps"] == 5
     benchmark = runpy.run_path(str(SCRIPT))
-    for target, size in zip(result["targets"], ["small", "tiny"]):
+    for target, size in zip(result["targets"], ["decoder", "tiny"]):
         assert target["size"] == size
         assert target["steps"] == benchmark["target_steps"](target["seconds"], calibrations[size])
         assert all(run["steps"] == target["steps"] for runs in target["runs"].values() for run in runs)
-    assert "steps, small)" in proc.stdout and "steps, tiny)" in proc.stdout
+    assert "steps, decoder)" in proc.stdout and "steps, tiny)" in proc.stdout
 
 
-@pytest.mark.parametrize(("seconds", "device", "size"), [(10, "cuda", "small"), (29, "cuda", "small"),
+@pytest.mark.parametrize(("seconds", "device", "size"), [(10, "cuda", "decoder"), (29, "cuda", "decoder"),
                                                          (30, "cuda", "large"), (60, "cuda", "large"),
                                                          (10, "cpu", "tiny"), (60, "cpu", "tiny")])
 def test_a_gpu_s_short_target_runs_the_small_decoder_and_a_long_one_the_large_llama(seconds, device, size):
@@ -83,10 +83,10 @@ def test_the_small_program_trains_without_transformers(tmp_path):
     path, and the program still runs its steps and writes its clock."""
     blocked = tmp_path / "blocked" / "transformers"
     blocked.mkdir(parents=True)
-    (blocked / "__init__.py").write_text("raise ImportError('the small program imports no transformers')\n")
+    (blocked / "__init__.py").write_text("raise ImportError('the decoder program imports no transformers')\n")
     out = tmp_path / "times.json"
     env = {**ENV, "PYTHONPATH": f"{blocked.parent}{os.pathsep}{ENV['PYTHONPATH']}"}
-    proc = subprocess.run([sys.executable, str(PROGRAM), str(out), "3", "cpu", "small"], capture_output=True,
+    proc = subprocess.run([sys.executable, str(PROGRAM), str(out), "3", "cpu", "decoder"], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=300)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
     clock = json.loads(out.read_text())
@@ -98,7 +98,7 @@ def test_the_small_program_trains_without_transformers(tmp_path):
 def test_the_small_program_watched_shows_its_training_and_its_evaluation_signatures(tmp_path):
     """50 steps of the CPU's decoder (2 layers, a batch [2, 32]) and one evaluation on [2, 16]: each layer's causal
     SDPA call counted, the training one with gradients."""
-    proc, report = watch(tmp_path, sys.executable, str(PROGRAM), str(tmp_path / "times.json"), "50", "cpu", "small")
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAM), str(tmp_path / "times.json"), "50", "cpu", "decoder")
     assert proc.returncode == 0, proc.stderr[-3000:]
     calls = {tuple(c["q_shape"]): c for c in report["calls"]}
     assert sorted(calls) == [(2, 4, 16, 16), (2, 4, 32, 16)]

@@ -2,7 +2,7 @@
 with random weights trained STEPS steps on one batch shape, with an evaluation (no gradients, a shorter batch: another
 signature) every ``EVAL_EVERY`` steps, as a training loop has.
 
-``small`` is a decoder-only transformer in plain torch, with no transformers import, so that its start-up is torch's
+``decoder`` is a decoder-only transformer in plain torch, with no transformers import, so that its start-up is torch's
 import and the model built (a 10-s program can be mostly training): pre-norm blocks of causal
 ``scaled_dot_product_attention`` and an MLP, trained with AdamW. On cuda: hidden 1024, 8 heads of 128, 6 layers, bf16,
 a batch [8, 1024] (GPU-bound; its step on an H100 is to be measured); on the CPU: hidden 64, 4 heads, 2 layers,
@@ -12,7 +12,7 @@ a step on an H100, 11 to 15 s of start-up); ``tiny`` runs anywhere in a fraction
 Writes its own clock to OUT as JSON: when its first line ran, when its loop began and ended (``time.time``), and
 every training step's time (ms, the device synchronised); and the GPU's name (None on the CPU).
 
-    python3 training.py OUT STEPS [cuda|cpu] [large|small|tiny]
+    python3 training.py OUT STEPS [cuda|cpu] [large|decoder|tiny]
 """
 
 import time
@@ -31,7 +31,7 @@ LLAMAS = {
     "large": (dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=8), (8, 1024), torch.bfloat16),
     "tiny": (dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2), (2, 32), torch.float32),
 }
-DECODERS = {  # the small size by device type: (hidden, heads, layers), (batch, seq), dtype
+DECODERS = {  # the decoder size by device type: (hidden, heads, layers), (batch, seq), dtype
     "cuda": ((1024, 8, 6), (8, 1024), torch.bfloat16),
     "cpu": ((64, 4, 2), (2, 32), torch.float32),
 }
@@ -81,7 +81,7 @@ class Decoder(torch.nn.Module):
         return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), tokens[:, 1:].flatten())
 
 
-def small(device: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.optim.Optimizer, tuple[int, int]]:
+def decoder(device: str) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.optim.Optimizer, tuple[int, int]]:
     """The plain-torch decoder for ``device``: its loss on a batch, its optimizer and its batch's shape."""
     (hidden, heads, layers), (batch, seq), dtype = DECODERS[torch.device(device).type]
     with torch.device(device):
@@ -107,7 +107,7 @@ out_path, steps = sys.argv[1], int(sys.argv[2])
 device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
 size = sys.argv[4] if len(sys.argv) > 4 else "large"
 torch.manual_seed(0)
-loss_of, optimizer, (batch, seq) = small(device) if size == "small" else llama(size, device)
+loss_of, optimizer, (batch, seq) = decoder(device) if size == "decoder" else llama(size, device)
 train = torch.randint(0, VOCAB, (batch, seq), device=device)
 held_out = torch.randint(0, VOCAB, (batch, seq // 2), device=device)
 
