@@ -1,11 +1,16 @@
 """What ``sdpa-tui watch`` costs a whole training program, end to end: the same program plain and watched, alternated.
 
-The program is ``tests/watch_programs/training.py``: a transformers Llama from a config training on the device (on a
-GPU truth.py's large Llama, about 59 ms a step on an H100), with an evaluation every 50 steps. One plain calibration
-run gives its steady step (the median step after the first two: the first steps' warm-up, 2.5 s on an H100, left
-out) and what the command takes besides its steps at that pace (start-up, warm-up, exit); each target (``--seconds``,
-e.g. 10 and 60) then gets the number of steps that makes the plain command last that long, and runs plain and watched
-in alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
+The program is ``tests/watch_programs/training.py`` at a size per target (``--size``). On a GPU a target under 30 s
+gets ``decoder``, a decoder-only transformer in plain torch (bf16, hidden 1024, 6 layers, causal SDPA): it imports no
+transformers, so its start-up is short and a 10-s program is mostly training steps. The Llama that transformers builds
+(``large``, about 59 ms a step on an H100) spent 11 to 15 s there before its first step, so its "10-s" program was
+the benchmark's floor of 3 steps, its start-up measured and not a short training run; it stays the program of the
+longer targets (a transformers user's program, about 40 s of steps in a minute on an H100, comparable with the H100
+runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size gets one plain calibration run: its steady step
+(the median step after the first two: the first steps' warm-up, 2.5 s on an H100 for ``large``, left out) and what
+the command takes besides its steps at that pace (start-up, warm-up, exit); each target (``--seconds``, e.g. 10 and
+60) then gets the number of steps that makes the plain command last that long, and runs plain and watched in
+alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
 types, headless:
 
     python3 -m sdpa_tui watch --report R.json --no-advice -- python3 training.py ...
@@ -17,11 +22,12 @@ Per run: the wall time of the whole command (from its start to its exit: what th
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
 as the ratio of the medians and per round (each watched run against the plain run beside it). A table on stdout,
-JSON to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as
-the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu).
+JSON (each size's calibration under ``calibrations``, each target with its size, steps and runs) to ``--json``
+(default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as the program found it:
+h100 or h200 where the GPU's name says so, else cuda; cpu).
 
-    python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2
-    python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size tiny --seconds 3 --rounds 1 --json out.json
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size decoder,large
+    python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size decoder --seconds 3 --rounds 1 --json out.json
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ from recorded import run_header, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "watch_programs" / "training.py"
-CALIBRATION_STEPS = {"large": 30, "tiny": 5}
+SIZES = ("large", "decoder", "tiny")
+CALIBRATION_STEPS = {"large": 30, "decoder": 30, "tiny": 5}
+LARGE_FROM_S = 30.0  # on a GPU, a target this long or longer runs the large Llama; a shorter one the plain-torch decoder
 
 
 def commands(report: str, advice: bool) -> dict[str, list[str]]:
@@ -56,14 +64,23 @@ def commands(report: str, advice: bool) -> dict[str, list[str]]:
     return out
 
 
-def run_once(prefix: list[str], steps: int, args: argparse.Namespace, tmp: str) -> dict:
-    """One run of the program under ``prefix`` (plain: none): its wall time, its own clock, and the report's windows."""
+def default_size(target_s: float, device: str) -> str:
+    """The program's size for a target: on the CPU the tiny Llama; on a GPU the plain-torch decoder under
+    ``LARGE_FROM_S`` (the large Llama's start-up alone is longer than a short target), the large Llama from there."""
+    if not device.startswith("cuda"):
+        return "tiny"
+    return "decoder" if target_s < LARGE_FROM_S else "large"
+
+
+def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace, tmp: str) -> dict:
+    """One run of the program at ``size`` under ``prefix`` (plain: none): its wall time, its own clock, and the
+    report's windows."""
     times = os.path.join(tmp, "times.json")
     report = os.path.join(tmp, "calls.json")
     for stale in (times, report):
         if os.path.exists(stale):
             os.unlink(stale)
-    argv = [*prefix, sys.executable, str(PROGRAM), times, str(steps), args.device, args.size]
+    argv = [*prefix, sys.executable, str(PROGRAM), times, str(steps), args.device, size]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.time()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=args.timeout)
@@ -126,11 +143,11 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
     return out
 
 
-def table(target: float, steps: int, summary: dict) -> str:
+def table(target: float, steps: int, size: str, summary: dict) -> str:
     def cell(s: dict, fmt: str) -> str:
         return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
 
-    lines = [f"~{target:g}-s program ({steps} steps): medians [min-max]",
+    lines = [f"~{target:g}-s program ({steps} steps, {size}): medians [min-max]",
              f"{'variant':<17} {'wall s':>22} {'added':>8} {'per round':>18} {'program s':>22} {'added':>8} "
              f"{'step ms':>24} {'added':>8} {'windows':>8} {'windows cost s':>20}"]
     for name, row in summary.items():
@@ -153,57 +170,62 @@ def table(target: float, steps: int, summary: dict) -> str:
 
 
 def numbers(text: str, kind: type) -> list:
-    return [kind(x) for x in text.split(",") if x.strip()]
+    return [kind(x.strip()) for x in text.split(",") if x.strip()]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (the numbers that count) or cpu")
-    parser.add_argument("--size", choices=("large", "tiny"), help="the Llama (default: large on cuda, tiny on cpu)")
     parser.add_argument("--seconds", default="10,60", help="the plain program's length per target, comma-separated")
     parser.add_argument("--rounds", default="4,2", help="rounds per target (one number: every target)")
+    parser.add_argument("--size", help=f"the program's size, {'|'.join(SIZES)}: one for every target or one per "
+                        f"target, comma-separated (default: on cuda decoder under {LARGE_FROM_S:g} s, large from there; "
+                        "tiny on cpu)")
     parser.add_argument("--advice", action="store_true", help="add the default command (advice measured after exit)")
     parser.add_argument("--timeout", type=float, default=600.0, help="one run's limit in seconds")
     parser.add_argument("--json", help="where the result goes (default: benchmarks/results/…)")
     args = parser.parse_args()
-    args.size = args.size or ("large" if args.device.startswith("cuda") else "tiny")
     targets, rounds = numbers(args.seconds, float), numbers(args.rounds, int)
     if not targets or any(t <= 0 for t in targets) or not rounds or any(r < 1 for r in rounds):
         parser.error("--seconds and --rounds take positive numbers")
+    sizes = numbers(args.size, str) if args.size else [default_size(t, args.device) for t in targets]
+    if any(s not in SIZES for s in sizes):
+        parser.error(f"--size takes {', '.join(SIZES)}")
     rounds = rounds * len(targets) if len(rounds) == 1 else rounds
-    if len(rounds) != len(targets):
-        parser.error("--rounds takes one number, or one per --seconds")
+    sizes = sizes * len(targets) if len(sizes) == 1 else sizes
+    if len(rounds) != len(targets) or len(sizes) != len(targets):
+        parser.error("--rounds and --size take one value, or one per --seconds")
     started = dt.datetime.now(dt.timezone.utc)
     result = {**run_header(started, None, args.device), "program": "tests/watch_programs/training.py",
-              "size": args.size, "targets": []}
+              "calibrations": {}, "targets": []}
     with tempfile.TemporaryDirectory() as tmp:
         variants = commands(os.path.join(tmp, "calls.json"), args.advice)
-        calibration = run_once([], CALIBRATION_STEPS[args.size], args, tmp)
-        sized = sizing(calibration)
-        result["calibration"] = {**calibration, **sized}
-        result["gpu"] = calibration["device_name"]
-        print(f"calibration: {calibration['wall_s']:.2f} s wall, start-up {calibration['start_up_s']:.2f} s, "
-              f"{calibration['steps']} steps: steady {sized['steady_step_ms']:.1f} ms a step (mean "
-              f"{calibration['mean_step_ms']:.1f}), {sized['besides_steps_s']:.2f} s besides the steps", flush=True)
-        for target, count in zip(targets, rounds):
-            steps = target_steps(target, sized)
+        for size in dict.fromkeys(sizes):
+            calibration = run_once([], CALIBRATION_STEPS[size], size, args, tmp)
+            sized = sizing(calibration)
+            result["calibrations"][size] = {**calibration, **sized}
+            result["gpu"] = calibration["device_name"]
+            print(f"calibration, {size}: {calibration['wall_s']:.2f} s wall, start-up {calibration['start_up_s']:.2f} s, "
+                  f"{calibration['steps']} steps: steady {sized['steady_step_ms']:.1f} ms a step (mean "
+                  f"{calibration['mean_step_ms']:.1f}), {sized['besides_steps_s']:.2f} s besides the steps", flush=True)
+        for target, count, size in zip(targets, rounds, sizes):
+            steps = target_steps(target, result["calibrations"][size])
             runs: dict[str, list[dict]] = {name: [] for name in variants}
             for r in range(count):
                 order = list(variants) if r % 2 == 0 else list(variants)[::-1]
                 for name in order:
-                    got = run_once(variants[name], steps, args, tmp)
+                    got = run_once(variants[name], steps, size, args, tmp)
                     runs[name].append({"round": r, **got})
                     extra = (f", {got['windows']} windows costing {got['windows_cost_s']:.2f} s"
                              if "windows" in got else "")
                     print(f"~{target:g} s, round {r}: {name}: {got['wall_s']:.2f} s wall, {got['program_s']:.2f} s "
                           f"in the program, median step {got['median_step_ms']:.2f} ms{extra}", flush=True)
             summary = summarise(runs)
-            print(table(target, steps, summary), flush=True)
-            result["targets"].append({"seconds": target, "steps": steps, "rounds": count, "summary": summary,
-                                      "runs": runs})
+            print(table(target, steps, size, summary), flush=True)
+            result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": count,
+                                      "summary": summary, "runs": runs})
     write_result(result, args.json, f"watch-program-cost-{device_tag(result['gpu'])}-{started.date()}.json")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,8 +1,11 @@
 # On the GPU machine (repo root, carrying .whl and .tfw). PART=tests: watch's cuda tests and the wrapper's
 # per-call cost; PART=step: the watched training step's cost (STEPS, ROUNDS, LLAMA=small|large, ONLY); PART=program:
 # watch's end-to-end cost on a whole training program, plain and watched alternated (TARGETS, seconds of the plain
-# program, and PROGRAM_ROUNDS; the default, a 10-s program x 4 rounds and a 60-s one x 2, takes about 6 minutes on an
-# H100); PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# program, PROGRAM_ROUNDS, and PROGRAM_SIZES, training.py's size per target; the default, a 10-s program x 4 rounds and
+# a 60-s one x 2, takes about 6 minutes on an H100). The 10-s program is the plain-torch decoder (size decoder): the large
+# transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up; the
+# 60-s program stays the large Llama, a transformers user's program with about 40 s of steps, comparable with the
+# runs before. PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
@@ -19,7 +22,8 @@ case $PART in
       --llama ${LLAMA:-small} --json $OUT/r/watch-step-cost-$tag-${LLAMA:-small}.json ${ONLY:-} ;;
   program)
     echo "=== program cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_cost/watch_program_cost.py --device cuda \
-      --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --json $OUT/r/watch-program-cost-$tag.json ;;
+      --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --size ${PROGRAM_SIZES:-decoder,large} \
+      --json $OUT/r/watch-program-cost-$tag.json ;;
   shots)
     echo "=== watch screenshots"; timeout 100 python3 scripts/screenshots/watch_screenshots.py --device cuda --out $OUT/r --tag $tag ;;
 esac

@@ -1,19 +1,23 @@
-"""benchmarks/watch_cost/watch_program_cost.py on the CPU (a tiny Llama): the same program plain and watched, alternated,
-its whole command timed. The numbers that count come from a GPU (scripts/gpu/gpu-watch-cost.sh, PART=program); here the
-benchmark's runs, pairs and summary are checked."""
+"""benchmarks/watch_cost/watch_program_cost.py on the CPU (a tiny Llama, the plain-torch decoder): the same program
+plain and watched, alternated, its whole command timed. The numbers that count come from a GPU
+(scripts/gpu/gpu-watch-cost.sh, PART=program); here the benchmark's runs, pairs and summary are checked, and the program
+it runs (tests/watch_programs/training.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import subprocess
 import sys
 
 import pytest
-from support.paths import BENCHMARKS, REPO
+from support.paths import BENCHMARKS, PROGRAMS, REPO
+from support.watching import ENV, watch
 
 ROOT = REPO
 SCRIPT = BENCHMARKS / "watch_cost" / "watch_program_cost.py"
+PROGRAM = PROGRAMS / "training.py"
 H100_RUN = REPO / "docs" / "lab-notes" / "measurements" / "h100-2026-11-27-s18" / "watch-program-cost.json"
 
 pytestmark = pytest.mark.torch_range
@@ -26,12 +30,14 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
                            "--seconds", "1", "--rounds", "2", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
-    assert result["device"] == "cpu" and result["size"] == "tiny" and result["command"][0] == "watch_program_cost.py"
-    assert result["gpu"] is None and result["calibration"]["steps"] == 5
-    calibration = result["calibration"]
+    assert result["device"] == "cpu" and result["command"][0] == "watch_program_cost.py"
+    assert result["gpu"] is None and list(result["calibrations"]) == ["tiny"]
+    calibration = result["calibrations"]["tiny"]
+    assert calibration["steps"] == 5
     assert calibration["steady_step_ms"] == calibration["median_step_ms"]
     assert calibration["besides_steps_s"] == pytest.approx(calibration["wall_s"] - 5 * calibration["median_step_ms"] / 1e3)
     (target,) = result["targets"]
+    assert target["size"] == "tiny"
     runs = target["runs"]
     assert [r["round"] for r in runs["plain"]] == [0, 1] and [r["round"] for r in runs["watched"]] == [0, 1]
     for run in runs["plain"] + runs["watched"]:
@@ -45,6 +51,61 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert watched["wall_s_added_pct"]["of_medians"] == pytest.approx(expected * 100)
     assert watched["wall_s_added_pct"]["per_round"]["n"] == 2
     assert "~1-s program" in proc.stdout and "watched" in proc.stdout
+
+
+def test_each_target_runs_its_own_size_sized_from_that_size_s_calibration(tmp_path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "cost.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--seconds", "1,2", "--size", "decoder,tiny",
+                           "--rounds", "1", "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    calibrations = result["calibrations"]
+    assert sorted(calibrations) == ["decoder", "tiny"]
+    assert calibrations["decoder"]["steps"] == 30 and calibrations["tiny"]["steps"] == 5
+    benchmark = runpy.run_path(str(SCRIPT))
+    for target, size in zip(result["targets"], ["decoder", "tiny"]):
+        assert target["size"] == size
+        assert target["steps"] == benchmark["target_steps"](target["seconds"], calibrations[size])
+        assert all(run["steps"] == target["steps"] for runs in target["runs"].values() for run in runs)
+    assert "steps, decoder)" in proc.stdout and "steps, tiny)" in proc.stdout
+
+
+@pytest.mark.parametrize(("seconds", "device", "size"), [(10, "cuda", "decoder"), (29, "cuda", "decoder"),
+                                                         (30, "cuda", "large"), (60, "cuda", "large"),
+                                                         (10, "cpu", "tiny"), (60, "cpu", "tiny")])
+def test_a_gpu_s_short_target_runs_the_small_decoder_and_a_long_one_the_large_llama(seconds, device, size):
+    assert runpy.run_path(str(SCRIPT))["default_size"](seconds, device) == size
+
+
+def test_the_small_program_trains_without_transformers(tmp_path):
+    """Its start-up is torch's import and the model built: a ``transformers`` that cannot be imported is first on the
+    path, and the program still runs its steps and writes its clock."""
+    blocked = tmp_path / "blocked" / "transformers"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('the decoder program imports no transformers')\n")
+    out = tmp_path / "times.json"
+    env = {**ENV, "PYTHONPATH": f"{blocked.parent}{os.pathsep}{ENV['PYTHONPATH']}"}
+    proc = subprocess.run([sys.executable, str(PROGRAM), str(out), "3", "cpu", "decoder"], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
+    clock = json.loads(out.read_text())
+    assert clock["started"] <= clock["loop"] <= clock["ended"]
+    assert len(clock["step_ms"]) == 3 and all(ms > 0 for ms in clock["step_ms"])
+    assert clock["evals"] == 0 and clock["device_name"] is None
+
+
+def test_the_small_program_watched_shows_its_training_and_its_evaluation_signatures(tmp_path):
+    """50 steps of the CPU's decoder (2 layers, a batch [2, 32]) and one evaluation on [2, 16]: each layer's causal
+    SDPA call counted, the training one with gradients."""
+    proc, report = watch(tmp_path, sys.executable, str(PROGRAM), str(tmp_path / "times.json"), "50", "cpu", "decoder")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    calls = {tuple(c["q_shape"]): c for c in report["calls"]}
+    assert sorted(calls) == [(2, 4, 16, 16), (2, 4, 32, 16)]
+    train, held_out = calls[(2, 4, 32, 16)], calls[(2, 4, 16, 16)]
+    assert train["count"] == 50 * 2 and train["grad"] and train["causal"]
+    assert held_out["count"] == 1 * 2 and not held_out["grad"] and held_out["causal"]
+    assert json.loads((tmp_path / "times.json").read_text())["evals"] == 1
 
 
 def test_a_target_is_sized_from_the_steady_step_not_from_a_mean_holding_the_warm_up():
