@@ -120,6 +120,8 @@ class Beside:
     call_eager: Summary | None
     host_forward: Summary | None = None  # under autograd: the forward alone (the rest is the backward's)
     call_host_forward: Summary | None = None
+    queued: Summary | None = None  # on the queued clock: the GPU's time a call, the host's launches ahead of it
+    call_queued: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,12 @@ def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] 
              f"it; on the host {us_number(b.host.median)} µs against {us_number(b.call_host.median)}")
     batch = lead.batch
     if batch is not None and (batch.backward or not training):
-        return _paced(m, b.call_gpu, batch, [added for _, added, _ in phases], lead.forward_share, facts)
+        queued = (b.queued, b.call_queued) if b.queued and b.call_queued else None
+        if queued:
+            facts += (f"; queued behind the host's launches {us_number(queued[0].median)} µs against "
+                      f"{us_number(queued[1].median)}")
+        return _paced(queued or (m.gpu, b.call_gpu), "its queued time" if queued else "GPU/call", batch,
+                      [added for _, added, _ in phases], lead.forward_share, facts)
     if any(added > 0 and ahead is None for _, added, ahead in phases):
         return None  # a phase the code slows on the host whose lead was not read
     said = "; ".join(f"{name}: the host {us_number(ahead.median)} µs ahead of the GPU, the code "
@@ -289,11 +296,13 @@ FORWARD_SHARE = 1 / 3
 forwards)."""
 
 
-def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[float], share: float | None,
+def _paced(gpu: tuple[Summary, Summary], on: str, batch: TypicalBatch, added: list[float], share: float | None,
            facts: str) -> tuple[Summary, Summary, str, str]:
-    """The code on the paced clock: its GPU/call plus the GPU's wait for the host a call (``host_pace``)."""
-    assert m.gpu is not None
-    saved = call_gpu.median - m.gpu.median
+    """The code on the paced clock: its GPU time a call (``gpu``: the code's and the call's, on the clock ``on`` names:
+    queued behind the host's launches where that was read, else GPU/call) plus the GPU's wait for the host a call
+    (``host_pace``)."""
+    g, call_gpu = gpu
+    saved = call_gpu.median - g.median
     added = [max(0.0, x) for x in added]  # a phase read as cheaper on the host is not counted on: as said below
     if len(added) == 2:
         part = FORWARD_SHARE if share is None else share
@@ -302,7 +311,6 @@ def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[floa
         forward, backward = PhaseChange(added[0], saved), None
     n = len(batch.forward)
     wait = gpu_wait_us(batch, forward, backward) / n
-    g = m.gpu
     paced = Summary(g.median + wait, g.p90 + wait, g.count, None if g.p10 is None else g.p10 + wait)
 
     def span(leads: tuple[float, ...]) -> str:
@@ -314,7 +322,7 @@ def _paced(m: Measured, call_gpu: Summary, batch: TypicalBatch, added: list[floa
            + ", ".join(f"{us_number(x * n)} µs of host to the {name}"
                        for x, name in zip(added, ("forward", "backward")))
            + f": replayed on those leads the GPU waits {us_number(wait * n)} µs a batch, {us_number(wait)} a call, "
-           "held to GPU/call with that wait (paced)")
+           f"held to {on} with that wait (paced)")
     return paced, call_gpu, "paced", why
 
 

@@ -85,15 +85,16 @@ class CallClocks:
     gpu_us: tuple[float, ...]
     host_us: tuple[float, ...]
     host_forward_us: tuple[float, ...] = ()  # under autograd: the forward alone on the host clock
+    queued_us: tuple[float, ...] = ()  # on a GPU: its time a call with the host's launches ahead (``clocks.queued_us``)
 
     def to_dict(self) -> dict[str, Any]:
         return {"eager_us": list(self.eager_us), "gpu_us": list(self.gpu_us), "host_us": list(self.host_us),
-                "host_forward_us": list(self.host_forward_us)}
+                "host_forward_us": list(self.host_forward_us), "queued_us": list(self.queued_us)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallClocks":
         return cls(tuple(d.get("eager_us") or ()), tuple(d.get("gpu_us") or ()), tuple(d.get("host_us") or ()),
-                   tuple(d.get("host_forward_us") or ()))
+                   tuple(d.get("host_forward_us") or ()), tuple(d.get("queued_us") or ()))
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,13 @@ class PackedCost(FlexCost):
     host_us: tuple[float, ...] = ()  # the every-call part on the host clock (``clocks.host_us``): launches only
     host_forward_us: tuple[float, ...] = ()  # under autograd: its forward alone on the host clock
     call: CallClocks | None = None  # SDPA called as the call was, on the same inputs, in the same process
+    queued_us: tuple[float, ...] = ()  # the every-call part on the queued clock (``clocks.queued_us``), on a GPU
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "batch_eager_us": list(self.batch_eager_us),
                 "batch_kernel_us": self.batch_kernel_us, "host_us": list(self.host_us),
-                "host_forward_us": list(self.host_forward_us), "call": self.call.to_dict() if self.call else None}
+                "host_forward_us": list(self.host_forward_us), "call": self.call.to_dict() if self.call else None,
+                "queued_us": list(self.queued_us)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PackedCost":
@@ -121,7 +124,8 @@ class PackedCost(FlexCost):
         return cls(**{f: getattr(flex, f) for f in flex.__dataclass_fields__},
                    batch_eager_us=tuple(d.get("batch_eager_us") or ()), batch_kernel_us=d.get("batch_kernel_us"),
                    host_us=tuple(d.get("host_us") or ()), host_forward_us=tuple(d.get("host_forward_us") or ()),
-                   call=CallClocks.from_dict(d["call"]) if d.get("call") else None)
+                   call=CallClocks.from_dict(d["call"]) if d.get("call") else None,
+                   queued_us=tuple(d.get("queued_us") or ()))
 
     @property
     def batch_us(self) -> float | None:
@@ -340,7 +344,7 @@ def packed_alternative(name: str, cost: PackedCost, spec: PackedSpec) -> Measure
     beside = None if call is None else Beside(
         Summary.of(x + share for x in cost.host_us), Summary.of(call.host_us), Summary.of(call.gpu_us),
         Summary.of(call.eager_us), Summary.of(x + share for x in cost.host_forward_us),
-        Summary.of(call.host_forward_us))
+        Summary.of(call.host_forward_us), Summary.of(x + share for x in cost.queued_us), Summary.of(call.queued_us))
     if beside is not None and beside.call_gpu is not None:
         alternative = replace(alternative, call_gpu_us=beside.call_gpu.median)
     return Measured(alternative, eager, gpu, beside)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 from ...core.calls.mask_forms import CAUSAL_KEY_PADDING
 from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, CallClocks, PackedCost, PackedSpec, code_parts
 from ..measuring import cpu_threads
-from ..measuring.clocks import eager_us, host_us
+from ..measuring.clocks import eager_us, host_us, queued_us
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs, kept_keys
@@ -170,15 +171,25 @@ def measure_code(spec: PackedSpec, code: str) -> PackedCost:
     error, _ = compare(result, reference)
     clocks = timed(step, device)
     batch_eager, batch_kernel = batch_clocks(code, names, device)
+    host = host_samples(step, device)
     return PackedCost(clocks.eager, clocks.gpu, clocks.kernel_us, error, clocks.peak_mib, first_s, clocks.note,
-                      agreement, batch_eager, batch_kernel, host_samples(step, device),
+                      agreement, batch_eager, batch_kernel, host,
                       host_samples(out, device) if spec.workload.backward else (),
-                      call_clocks(inputs, attn_mask, spec, device))
+                      call_clocks(inputs, attn_mask, spec, device), queued_samples(step, device, host))
 
 
 def host_samples(step: Callable[[], object], device: torch.device) -> tuple[float, ...]:
     """``step`` on the host clock (``clocks.host_us``), the lab's number of samples."""
     return tuple(host_us(step, device) for _ in range(SAMPLES))
+
+
+def queued_samples(step: Callable[[], object], device: torch.device, host: tuple[float, ...]) -> tuple[float, ...]:
+    """``step`` on the queued clock (``clocks.queued_us``: the GPU's time a call with the host's launches ahead of
+    it), the lab's number of samples; none on the CPU, or where the host could not be put ahead."""
+    if device.type != "cuda" or not host:
+        return ()
+    samples = [queued_us(step, device, statistics.median(host)) for _ in range(SAMPLES)]
+    return tuple(x for x in samples if x is not None)
 
 
 def call_clocks(inputs: Inputs, attn_mask: torch.Tensor, spec: PackedSpec, device: torch.device) -> CallClocks:
@@ -198,8 +209,9 @@ def call_clocks(inputs: Inputs, attn_mask: torch.Tensor, spec: PackedSpec, devic
     for _ in range(3):
         step()
     clocks = timed(step, device)
-    return CallClocks(clocks.eager, clocks.gpu, host_samples(step, device),
-                      host_samples(call, device) if spec.workload.backward else ())
+    host = host_samples(step, device)
+    return CallClocks(clocks.eager, clocks.gpu, host, host_samples(call, device) if spec.workload.backward else (),
+                      queued_samples(step, device, host))
 
 
 def measure_spec(spec: PackedSpec) -> dict[str, dict]:

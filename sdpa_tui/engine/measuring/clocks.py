@@ -1,4 +1,6 @@
-"""Two of the three clocks: GPU per call (CUDA graph replay) and eager per call (host loop).
+"""Two of the three clocks: GPU per call (CUDA graph replay) and eager per call (host loop); and two more that
+measure something else, each under its own name: the host's own time per call and the GPU's per call queued behind
+eager launches.
 
 The third, the kernel clock, comes from a profiler burst (``profiling.py``) and is never
 taken while these run: the profiler slows the host side down.
@@ -67,6 +69,51 @@ def host_us(step: Callable[[], object], device: torch.device, calls: int = HOST_
     elapsed = time.perf_counter() - start
     synchronize(device)
     return elapsed * 1e6 / calls
+
+
+QUEUED_CALLS = 8
+"""Calls per queued-clock sample: few enough that their kernels stay within the GPU's launch queue."""
+_SLEEP_CYCLES_PER_US: dict[torch.device, float] = {}
+
+
+def sleep_cycles_per_us(device: torch.device) -> float:
+    """How many cycles of ``torch.cuda._sleep`` last a µs on ``device`` now (timed once, with CUDA events)."""
+    if device not in _SLEEP_CYCLES_PER_US:
+        cycles = 20_000_000
+        torch.cuda._sleep(1_000)  # its first launch loads the kernel
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        _SLEEP_CYCLES_PER_US[device] = cycles / (start.elapsed_time(end) * 1e3)
+    return _SLEEP_CYCLES_PER_US[device]
+
+
+def queued_us(step: Callable[[], object], device: torch.device, host_per_call_us: float,
+              calls: int = QUEUED_CALLS) -> float | None:
+    """The GPU's time per call when the host has launched every call before the GPU reaches the first: the calls
+    queued behind a wait on the GPU (``torch.cuda._sleep``) long enough for the host to launch them all, timed
+    between CUDA events on the GPU. What the call costs a program whose host runs ahead of its GPU: the kernels and
+    the gaps between them as eager launches leave them (a CUDA graph's replay, GPU/call, closes most of those gaps;
+    code with many small kernels pays them). None where the GPU caught up with the host even after a wait four
+    times as long (the sample would hold the host's time)."""
+    torch.cuda.set_device(device)
+    head_start_us = 1.5 * calls * max(host_per_call_us, 1.0) + 1_000.0
+    for _ in range(3):
+        synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(int(head_start_us * sleep_cycles_per_us(device)))
+        start.record()
+        for _ in range(calls):
+            step()
+        end.record()
+        ahead = not start.query()  # the GPU still waiting when the last call was launched
+        end.synchronize()
+        if ahead:
+            return start.elapsed_time(end) * 1e3 / calls
+        head_start_us *= 2
+    return None
 
 
 def calls_for(target_us: float, per_call_us: float, cap: int) -> int:

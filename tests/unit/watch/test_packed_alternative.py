@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from dataclasses import replace
 
 import pytest
 import torch
@@ -472,6 +473,34 @@ def test_with_a_batch_of_leads_read_the_advice_is_on_the_paced_clock_and_the_cal
     slow = advise(lab_session, "EFFICIENT_ATTENTION", outside=[packed_alternative(VARLEN, cost, spec)],
                   host_lead=close)
     assert slow.best is None and "paced" in slow.alternatives[-1].judged
+
+
+def test_with_the_queued_clock_read_the_paced_clock_holds_the_code_to_its_queued_time_not_its_gpu_per_call():
+    """The code's many small kernels cost more where eager launches leave gaps between them (queued behind the
+    host's launches) than in a CUDA graph's replay: where both the code and the call were read on that clock, the
+    paced clock compares those, and says so."""
+    from sdpa_tui.core.calls.advice import HostLead
+    from sdpa_tui.core.calls.host_pace import TypicalBatch
+    from sdpa_tui.core.calls.packed_alternative import CallClocks
+
+    spec = packed_spec(workload(), signature(), KEY_PADDING, LENGTHS, calls_per_batch=4)
+    call = CallClocks((120.0,) * 6, (100.0, 101, 99, 100, 102, 98), (200.0,) * 6, (60.0,) * 6,
+                      queued_us=(104.0, 105, 103, 104, 106, 102))
+    cost = PackedCost((90.0, 91, 89, 90, 92, 88), (40.0, 41, 39, 40, 42, 38), 38.0, 2e-7, None, 0.01,
+                      host_us=(300.0,) * 6, host_forward_us=(100.0,) * 6, call=call,
+                      queued_us=(54.0, 55, 53, 54, 56, 52))
+    assert PackedCost.from_dict(cost.to_dict()) == cost  # the new clock survives the child's JSON line
+    lab_session = gpu_lab([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 120, 122, 118])
+    far = HostLead(None, None, TypicalBatch((5_000.0,) * 4, (5_000.0,) * 4, 3), 0.5)
+    advice = advise(lab_session, "EFFICIENT_ATTENTION", outside=[packed_alternative(VARLEN, cost, spec)],
+                    host_lead=far)
+    assert advice.clock == "paced" and advice.saving_us_per_call == pytest.approx(104.0 - 54.0)  # not 100 - 40
+    judged = advice.alternatives[-1].judged
+    assert "queued behind the host's launches 54.0 µs against 104.0" in judged
+    assert judged.endswith("held to its queued time with that wait (paced)")
+    without = advise(lab_session, "EFFICIENT_ATTENTION", host_lead=far, outside=[packed_alternative(
+        VARLEN, replace(cost, queued_us=()), spec)])  # the code not read queued: both on GPU/call, as before
+    assert without.saving_us_per_call == pytest.approx(60.0) and "queued" not in without.alternatives[-1].judged
 
 
 def picked(gpu_us: list[float], eager_us: list[float]):
