@@ -98,7 +98,12 @@ def queued_us(step: Callable[[], object], device: torch.device, host_per_call_us
     the gaps between them as eager launches leave them (a CUDA graph's replay, GPU/call, closes most of those gaps;
     code with many small kernels pays them). None where the GPU caught up with the host even after a wait four
     times as long (the sample would hold the host's time)."""
-    torch.cuda.set_device(device)
+    with torch.cuda.device(device):
+        return _queued_us(step, device, host_per_call_us, calls)
+
+
+def _queued_us(step: Callable[[], object], device: torch.device, host_per_call_us: float,
+               calls: int) -> float | None:
     head_start_us = 1.5 * calls * max(host_per_call_us, 1.0) + 1_000.0
     for _ in range(3):
         synchronize(device)
