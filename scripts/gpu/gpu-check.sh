@@ -57,7 +57,7 @@ own_import() {
     tests)
       log "pytest: every cuda-marked test (about 4 to 5 minutes on the H100)"
       # into a file as it runs: a run cut short by the call's time limit still says which tests passed
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
+      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
         | tee -a "$OUT/r/cuda-tests.txt" | tail -40
       ;;
     gradients)
@@ -113,7 +113,7 @@ own_import() {
       python3 scripts/gpu/busy_box.py --cpu 12 --gpu-duty 0.5 --gpu-mib 8192 --seconds 560 &
       busy=$!; sleep 8; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime
       # into a file as it runs: a run cut short by the call's time limit still says which tests passed
-      python3 -m pytest -q -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
+      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
         | tee -a "$OUT/r/cuda-tests.txt" | tail -40
       uptime; kill $busy; wait $busy
       ;;
