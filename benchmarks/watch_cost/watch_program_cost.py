@@ -90,7 +90,8 @@ def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace,
     own = json.loads(Path(times).read_text())
     steps_ms = own["step_ms"]
     got = {"wall_s": wall, "program_s": own["ended"] - own["started"], "start_up_s": own["loop"] - t0,
-           "loop_s": own["ended"] - own["loop"], "steps": len(steps_ms), "evals": own["evals"],
+           "loop_s": own["ended"] - own["loop"], **start_up_phases(own, t0, wall),
+           "steps": len(steps_ms), "evals": own["evals"],
            "median_step_ms": statistics.median(steps_ms[2:] or steps_ms), "mean_step_ms": statistics.mean(steps_ms),
            "device_name": own["device_name"]}
     if prefix:
@@ -99,6 +100,35 @@ def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace,
         got["captures"] = captures
         got["windows_cost_s"] = sum(float(captures.get(k, 0.0)) for k in ("start_s", "profiled_s", "stop_s", "export_s"))
     return got
+
+
+PHASES = ("before_program_s", "torch_import_s", "build_s", "loop_s", "after_s")
+"""The command's wall time split at the program's own clock: the command's start to the program's first line (plain:
+python's start; watched: watch's, the bootstrap's import of torch and the probe's install), torch's import in the
+program (under watch done before its first line: about 0), the model and optimizer built, the training loop, and the
+loop's end to the command's exit."""
+
+
+def start_up_phases(own: dict, t0: float, wall: float) -> dict:
+    """:data:`PHASES` of one run, from the program's clock (``training.py``) and the command's start and wall time."""
+    return {"before_program_s": own["started"] - t0, "torch_import_s": own["imported"] - own["started"],
+            "build_s": own["loop"] - own["imported"], "after_s": t0 + wall - own["ended"]}
+
+
+def phases_table(summary: dict) -> str:
+    """Each variant's median seconds in each of :data:`PHASES`, and what watch added to each (its median less
+    plain's)."""
+    lines = [f"{'phase, median s':<17} " + " ".join(f"{name:>18}" for name in summary)]
+    plain = summary["plain"]
+    for phase in PHASES:
+        cells = []
+        for name, row in summary.items():
+            cell = f"{row[phase]['median']:.2f}"
+            if name != "plain":
+                cell += f" ({row[phase]['median'] - plain[phase]['median']:+.2f})"
+            cells.append(f"{cell:>18}")
+        lines.append(f"{phase.removesuffix('_s'):<17} " + " ".join(cells))
+    return "\n".join(lines)
 
 
 def sizing(calibration: dict) -> dict:
@@ -131,7 +161,8 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
     out: dict = {}
     plain = runs["plain"]
     for name, rows in runs.items():
-        row = {key: spread([r[key] for r in rows]) for key in ("wall_s", "program_s", "median_step_ms", "mean_step_ms")}
+        row = {key: spread([r[key] for r in rows])
+               for key in ("wall_s", "program_s", "median_step_ms", "mean_step_ms", *PHASES)}
         if name != "plain":
             row["windows"] = spread([r["windows"] for r in rows])
             row["windows_cost_s"] = spread([r["windows_cost_s"] for r in rows])
@@ -222,6 +253,7 @@ def main() -> int:
                           f"in the program, median step {got['median_step_ms']:.2f} ms{extra}", flush=True)
             summary = summarise(runs)
             print(table(target, steps, size, summary), flush=True)
+            print(phases_table(summary), flush=True)
             result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": count,
                                       "summary": summary, "runs": runs})
     write_result(result, args.json, f"watch-program-cost-{device_tag(result['gpu'])}-{started.date()}.json")
