@@ -26,6 +26,9 @@ if [ -d .tfw ]; then
   python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers || exit 1
 fi
 steps=${*:-report tests fixtures fidelity ui faults}
+# tests and tests-loaded take CUDA_TESTS, pytest's paths and options (tests/ by default), to split the suite over two
+# calls where one call's time limit is short of it, e.g. CUDA_TESTS=tests/gpu/test_watch_cuda.py, then
+# CUDA_TESTS='tests/ --ignore=tests/gpu/test_watch_cuda.py'. Each test's result is named as it ends (-v).
 gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200|A100|L40S|[A-Z][0-9]+' | head -1 | tr 'A-Z' 'a-z')
 log() { echo "=== $*"; }
 # the page cache dropped (a cold start), where /proc allows
@@ -57,7 +60,7 @@ own_import() {
     tests)
       log "pytest: every cuda-marked test (about 4 to 5 minutes on the H100)"
       # into a file as it runs: a run cut short by the call's time limit still says which tests passed
-      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
+      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 ${CUDA_TESTS:-tests/} 2>&1 \
         | tee -a "$OUT/r/cuda-tests.txt" | tail -40
       ;;
     gradients)
@@ -113,7 +116,7 @@ own_import() {
       python3 scripts/gpu/busy_box.py --cpu 12 --gpu-duty 0.5 --gpu-mib 8192 --seconds 560 &
       busy=$!; sleep 8; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime
       # into a file as it runs: a run cut short by the call's time limit still says which tests passed
-      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 tests/ 2>&1 \
+      python3 -m pytest -v -p no:cacheprovider -p no:textual-snapshot -m cuda --durations=10 ${CUDA_TESTS:-tests/} 2>&1 \
         | tee -a "$OUT/r/cuda-tests.txt" | tail -40
       uptime; kill $busy; wait $busy
       ;;
