@@ -116,6 +116,8 @@ def test_a_compiled_bert_on_the_cpu_runs_math_decomposed_as_the_profiler_sees_it
     # than they pass (torch 2.11 on the CPU), else against eager SDPA with the same arguments (torch 2.14)
     cost = compiled["advice"]["compiled_cost"]
     assert cost["clock"] == "host" and cost["against_twin"] == (compiled["eager_twin"] is not None)
-    assert cost["compiled_us"] > 0 and cost["eager_us"] > 0 and cost["compiled_fwd_bwd_us"] > cost["compiled_us"]
+    # each clock measured; not their order: host times on a shared CPU (a forward read 1,212 µs against its forward
+    # and backward's 568 on a loaded 2-core machine)
+    assert cost["compiled_us"] > 0 and cost["eager_us"] > 0 and cost["compiled_fwd_bwd_us"] > 0
     assert "measured alone after the run (host time" in " ".join(proc.stdout.split())
     assert eager["advice"]["compiled_cost"] is None
