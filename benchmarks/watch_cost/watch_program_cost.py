@@ -102,17 +102,17 @@ def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace,
     return got
 
 
-PHASES = ("before_program_s", "torch_import_s", "build_s", "loop_s", "after_s")
+PHASES = ("before_program_s", "torch_import_s", "device_s", "build_s", "loop_s", "after_s")
 """The command's wall time split at the program's own clock: the command's start to the program's first line (plain:
 python's start; watched: watch's, the bootstrap's import of torch and the probe's install), torch's import in the
-program (under watch done before its first line: about 0), the model and optimizer built, the training loop, and the
-loop's end to the command's exit."""
+program (under watch done before its first line: about 0), the device's context made (on the CPU: 0), the model and
+optimizer built, the training loop, and the loop's end to the command's exit."""
 
 
 def start_up_phases(own: dict, t0: float, wall: float) -> dict:
     """:data:`PHASES` of one run, from the program's clock (``training.py``) and the command's start and wall time."""
     return {"before_program_s": own["started"] - t0, "torch_import_s": own["imported"] - own["started"],
-            "build_s": own["loop"] - own["imported"], "after_s": t0 + wall - own["ended"]}
+            "device_s": own["device_ready"] - own["imported"], "build_s": own["loop"] - own["device_ready"], "after_s": t0 + wall - own["ended"]}
 
 
 def phases_table(summary: dict) -> str:

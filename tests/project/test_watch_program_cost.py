@@ -51,7 +51,7 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert watched["wall_s_added_pct"]["of_medians"] == pytest.approx(expected * 100)
     assert watched["wall_s_added_pct"]["per_round"]["n"] == 2
     assert "~1-s program" in proc.stdout and "watched" in proc.stdout
-    phases = ("before_program_s", "torch_import_s", "build_s", "loop_s", "after_s")
+    phases = ("before_program_s", "torch_import_s", "device_s", "build_s", "loop_s", "after_s")
     for run in runs["plain"] + runs["watched"]:  # the command's wall time, split at the program's own clock
         assert sum(run[p] for p in phases) == pytest.approx(run["wall_s"]) and min(run[p] for p in phases) >= 0
     # watched, torch is imported before the program's first line: the import moves out of the program's own time
