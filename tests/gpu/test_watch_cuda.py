@@ -107,7 +107,12 @@ def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_pr
 def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_the_host_alone():
     """The lead watch reads (a CUDA event against an anchor, ``watch/probe/host_lead.py``) against an independent
     reading of the same thing: GPU work of a known length queued right after the anchor, the call made some host time
-    later, and the host's own clock when a synchronize after the call returns (the GPU then reached the call)."""
+    later, and the host's own clock when a synchronize after the call returns (the GPU then reached the call).
+
+    The independent reading can only run late: on a busy host the thread waiting in the synchronize may be woken late
+    (on the loaded H100, once, 2,882 µs against the lead's 2,543 at a 2.5-ms backlog). So each case is read five times
+    and the median of the five differences is held to the tolerance."""
+    import statistics
     import time
 
     import torch
@@ -122,18 +127,23 @@ def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_
     torch.cuda.synchronize()
     sig = CallSignature((1, 1, 8, 8), (1, 1, 8, 8), "torch.float16", "cuda:0", None, None)
     for backlog_cycles, host_gap_s in [(20_000_000, 0.002), (60_000_000, 0.010), (5_000_000, 0.0)]:
-        entry = Entry(CallStats(sig), 0, cuda=True)
-        clock = LeadClock()
-        torch.cuda.synchronize()
-        clock.anchor_now([entry])
-        torch.cuda._sleep(backlog_cycles)  # tens of ms of GPU work the call will queue behind
-        deadline = time.perf_counter() + host_gap_s
-        while time.perf_counter() < deadline:  # the host's own work between the anchor and the call
-            pass
-        clock.sample(entry, torch.device("cuda", 0))
-        called = time.perf_counter()
-        torch.cuda.synchronize()
-        independent_us = (time.perf_counter() - called) * 1e6  # the GPU reached the call this long after it was made
-        clock.collect(wait=True)
-        (read_us,) = entry.stats.lead_us
-        assert read_us == pytest.approx(independent_us, rel=0.05, abs=100.0), (backlog_cycles, host_gap_s)
+        pairs = []
+        for _ in range(5):
+            entry = Entry(CallStats(sig), 0, cuda=True)
+            clock = LeadClock()
+            torch.cuda.synchronize()
+            clock.anchor_now([entry])
+            torch.cuda._sleep(backlog_cycles)  # milliseconds of GPU work the call will queue behind
+            deadline = time.perf_counter() + host_gap_s
+            while time.perf_counter() < deadline:  # the host's own work between the anchor and the call
+                pass
+            clock.sample(entry, torch.device("cuda", 0))
+            called = time.perf_counter()
+            torch.cuda.synchronize()
+            independent_us = (time.perf_counter() - called) * 1e6  # the GPU reached the call this long after it was made
+            clock.collect(wait=True)
+            (read_us,) = entry.stats.lead_us
+            pairs.append((read_us, independent_us))
+        independent = statistics.median(i for _, i in pairs)
+        off = statistics.median(r - i for r, i in pairs)
+        assert abs(off) <= max(0.05 * independent, 100.0), (backlog_cycles, host_gap_s, pairs)
