@@ -5,7 +5,8 @@
 # a 60-s one x 2, takes about 6 minutes on an H100). The 10-s program is the plain-torch decoder (size decoder): the large
 # transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up; the
 # 60-s program stays the large Llama, a transformers user's program with about 40 s of steps, comparable with the
-# runs before. PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# runs before. PART=window-cost: what one profiler window costs the decoder, part by part
+# (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
@@ -24,6 +25,9 @@ case $PART in
     echo "=== program cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_cost/watch_program_cost.py --device cuda \
       --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --size ${PROGRAM_SIZES:-decoder,large} \
       --json $OUT/r/watch-program-cost-$tag.json ;;
+  window-cost)
+    echo "=== one window's cost, part by part"; timeout ${LIMIT:-400} python3 scripts/diagnostics/diag_window_cost.py \
+      --device cuda --rounds ${ROUNDS:-3} ;;
   shots)
     echo "=== watch screenshots"; timeout 100 python3 scripts/screenshots/watch_screenshots.py --device cuda --out $OUT/r --tag $tag ;;
 esac
