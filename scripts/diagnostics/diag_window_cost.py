@@ -101,8 +101,7 @@ def child(variant: str, device: str, steps: int) -> dict:
         optimizer.zero_grad(set_to_none=True)
 
     windows, profiler = [], None
-    cpu_only = [ProfilerActivity.CPU]
-    both = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else cpu_only
+    both = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
     plan = {"window": {0: "start", 1: "stop"}, "window-cuda": {0: "start", 1: "stop"},
             "prewarm-thread": {0: "start", 1: "stop"}, "second-window": {0: "both", 1: "both"}}.get(variant, {})
     step_s = []

@@ -252,9 +252,10 @@ def host_room(m: Measured, lead: HostLead) -> tuple[Summary, Summary, str, str] 
     training call's code cost the host 1.9 ms against SDPA's 0.7 on an H100, for 0.9 ms of GPU against 1.8
     (``docs/lab-notes/packed-attention.md``).
 
-    Where a batch's calls were read whole (and, for a training call, their backwards), the code's GPU/call is held
+    Where a batch's calls were read whole (and, for a training call, their backwards), the code's GPU time is held
     against the call's beside it with the time the GPU would wait for the host added (``host_pace``: the batch
-    replayed on its leads): the "paced" clock. Otherwise, from the leads' medians alone: where, in each phase, the
+    replayed on its leads): the "paced" clock. The GPU times are read on the queued clock where both were (eager
+    launches' gaps kept), else on GPU/call. Otherwise, from the leads' medians alone: where, in each phase, the
     host ran ahead of the GPU by more than the code adds to it over one batch's calls, GPU/call; where it did not, the
     host clock (conservative: such leads were read right after a window's wait)."""
     b, a = m.beside, m.alternative

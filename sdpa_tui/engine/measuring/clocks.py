@@ -77,7 +77,8 @@ _SLEEP_CYCLES_PER_US: dict[torch.device, float] = {}
 
 
 def sleep_cycles_per_us(device: torch.device) -> float:
-    """How many cycles of ``torch.cuda._sleep`` last a µs on ``device`` now (timed once, with CUDA events)."""
+    """How many cycles of ``torch.cuda._sleep`` last a µs on ``device`` now (timed once, with CUDA events, on the
+    current device: :func:`queued_us` makes ``device`` current before it asks)."""
     if device not in _SLEEP_CYCLES_PER_US:
         cycles = 20_000_000
         torch.cuda._sleep(1_000)  # its first launch loads the kernel
