@@ -4,7 +4,8 @@ its one window and the exit after it).
 The program is ``training.py``'s cuda decoder (hidden 1024, 8 heads of 128, 6 layers, bf16, a batch [8, 1024], AdamW;
 on the CPU its small size), trained STEPS steps. Each variant runs in a fresh process (CUPTI's first attach is per
 process), alternated over ROUNDS rounds, and prints one JSON line: each step's time, the window's start, stop and
-export, the trace's size and events, and the SDPA ranges the trace holds with the kernels found inside them.
+export, the trace's size and events, its parse (``json.load``) and its reading as the probe reads it (a helper
+process, ``window_files.read``), and the SDPA ranges the trace holds with the kernels found inside them.
 
 - ``plain``: no profiler.
 - ``window``: watch's window as ``watch/probe/kernels/bursts.py`` makes it (CPU and CUDA activities, each SDPA call in a
@@ -39,6 +40,8 @@ def child(variant: str, device: str, steps: int) -> dict:
     import torch
     import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile, record_function
+
+    from sdpa_tui.watch.probe.kernels import window_files
 
     cuda = device.startswith("cuda")
     imported = time.monotonic()
@@ -130,7 +133,9 @@ def child(variant: str, device: str, steps: int) -> dict:
             profiler.export_chrome_trace(path)
             windows[-1]["export_s"] = time.monotonic() - t0
             windows[-1].update(trace_facts(path))
-            os.unlink(path)
+            t0 = time.monotonic()
+            window_files.read(path)  # as the probe reads it: a helper process (which removes the file)
+            windows[-1]["read_s"] = time.monotonic() - t0
     ended = time.monotonic()
     return {"variant": variant, "device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
             "import_s": imported - started, "build_s": built - imported, "step_s": step_s,
@@ -139,8 +144,10 @@ def child(variant: str, device: str, steps: int) -> dict:
 
 def trace_facts(path: str) -> dict:
     """The trace's size, its events by category, and the SDPA ranges with the GPU work correlated into them."""
+    t0 = time.monotonic()
     with open(path, encoding="utf-8") as f:
         events = json.load(f).get("traceEvents", [])
+    parse_s = time.monotonic() - t0
     cats: dict[str, int] = {}
     for e in events:
         cats[e.get("cat", "?")] = cats.get(e.get("cat", "?"), 0) + 1
@@ -154,7 +161,7 @@ def trace_facts(path: str) -> dict:
         lo, hi, tid = r["ts"], r["ts"] + r.get("dur", 0), r.get("tid")
         inside += sum(1 for e in launches if e.get("tid") == tid and lo <= e["ts"] <= hi
                       and e["args"]["correlation"] in kernels)
-    return {"trace_mb": os.path.getsize(path) / 1e6, "events": len(events), "categories": cats,
+    return {"trace_mb": os.path.getsize(path) / 1e6, "parse_s": parse_s, "events": len(events), "categories": cats,
             "sdpa_ranges": len(ranges), "sdpa_gpu_ranges": len(gpu_ranges), "kernels_in_ranges": inside}
 
 
@@ -188,7 +195,7 @@ def main() -> int:
             results[v].append(got)
             print(json.dumps(got), flush=True)
     print(f"{'variant':<15} {'loop s':>7} {'steps s':>24} {'start':>6} {'stop':>6} {'export':>6} {'MB':>6} "
-          f"{'ranges':>6} {'gpu rng':>7} {'k in rng':>8}   (medians over rounds; each window's numbers)")
+          f"{'parse':>6} {'read':>6} {'ranges':>6} {'gpu rng':>7} {'k in rng':>8}   (medians over rounds; each window's numbers)")
     for v, runs in results.items():
         loop = statistics.median(x["loop_s"] for x in runs)
         steps = [statistics.median(x["step_s"][i] for x in runs) for i in range(args.steps)]
@@ -197,10 +204,12 @@ def main() -> int:
         if not wins:
             print(first)
         for j, w in enumerate(wins):
-            med = {k: statistics.median(x[k] for x in w) for k in ("start_s", "stop_s", "export_s", "trace_mb",
-                                                                 "sdpa_ranges", "sdpa_gpu_ranges", "kernels_in_ranges")}
+            keys = ("start_s", "stop_s", "export_s", "trace_mb", "parse_s", "read_s", "sdpa_ranges", "sdpa_gpu_ranges",
+                    "kernels_in_ranges")
+            med = {k: statistics.median(x[k] for x in w) for k in keys}
             print(f"{first if j == 0 else '':<{len(first)}} {med['start_s']:6.3f} {med['stop_s']:6.3f} "
-                  f"{med['export_s']:6.3f} {med['trace_mb']:6.1f} {med['sdpa_ranges']:6.0f} "
+                  f"{med['export_s']:6.3f} {med['trace_mb']:6.1f} {med['parse_s']:6.3f} {med['read_s']:6.3f} "
+                  f"{med['sdpa_ranges']:6.0f} "
                   f"{med['sdpa_gpu_ranges']:7.0f} {med['kernels_in_ranges']:8.0f}")
     return 0
 
