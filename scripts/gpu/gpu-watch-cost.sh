@@ -6,7 +6,9 @@
 # transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up; the
 # 60-s program stays the large Llama, a transformers user's program with about 40 s of steps, comparable with the
 # runs before. PART=window-cost: what one profiler window costs the decoder, part by part
-# (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
+# plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
+# kept. PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
@@ -28,6 +30,19 @@ case $PART in
   window-cost)
     echo "=== one window's cost, part by part"; timeout ${LIMIT:-400} python3 scripts/diagnostics/diag_window_cost.py \
       --device cuda --rounds ${ROUNDS:-3} ;;
+  pyspy)
+    python3 -m pip install -q --no-index --no-deps --target .site .pyspy/*.whl || exit 1
+    for i in $(seq ${ROUNDS:-2}); do
+      for v in plain watched; do
+        pre=(); [ $v = watched ] && pre=(python3 -m sdpa_tui watch --report $OUT/r/calls-$i.json --no-advice --)
+        mkdir -p $OUT/r/keep-$i
+        echo "=== $v $i"; SDPA_TUI_KEEP_TRACES=$OUT/r/keep-$i timeout 120 .site/bin/py-spy record -r 400 -f raw --idle \
+          --threads --subprocesses -o $OUT/r/spy-$v-$i.txt -- "${pre[@]}" python3 tests/watch_programs/training.py \
+          $OUT/r/times-$v-$i.json 3 cuda decoder > /dev/null 2>$OUT/r/err-$v-$i.txt; echo "rc $?"; tail -3 $OUT/r/err-$v-$i.txt
+        python3 -c "import json,sys; t=json.load(open(sys.argv[1])); print({k: (round(v,3) if isinstance(v,float) else v) for k,v in t.items() if k!='step_ms'}, [round(x,1) for x in t.get('step_ms',[])])" $OUT/r/times-$v-$i.json
+      done
+    done
+    rm -f $OUT/r/keep-*/*.json ;;
   shots)
     echo "=== watch screenshots"; timeout 100 python3 scripts/screenshots/watch_screenshots.py --device cuda --out $OUT/r --tag $tag ;;
 esac
