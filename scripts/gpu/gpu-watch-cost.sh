@@ -8,7 +8,8 @@
 # runs before. PART=window-cost: what one profiler window costs the decoder, part by part
 # (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
 # plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
-# kept. PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# kept. PART=parts: watch's cost on the decoder with one part of the probe switched off at a time
+# (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
@@ -30,6 +31,9 @@ case $PART in
   window-cost)
     echo "=== one window's cost, part by part"; timeout ${LIMIT:-400} python3 scripts/diagnostics/diag_window_cost.py \
       --device cuda --rounds ${ROUNDS:-3} ;;
+  parts)
+    echo "=== the probe's parts"; timeout ${LIMIT:-500} python3 scripts/diagnostics/diag_watch_parts.py --device cuda \
+      --rounds ${ROUNDS:-3} ${VARIANTS:+--variants $VARIANTS} ;;
   pyspy)
     python3 -m pip install -q --no-index --no-deps --target .site .pyspy/*.whl || exit 1
     for i in $(seq ${ROUNDS:-2}); do

@@ -1,0 +1,106 @@
+"""What each part of watch's probe costs a short training program (issue 39: watch's cost on a 10-s program).
+
+``tests/watch_programs/training.py`` (the decoder on cuda, its tiny size on the CPU; STEPS steps) runs plain and under
+``sdpa-tui watch --report R --no-advice``, the probe whole or with one part switched off in the watched process:
+
+- ``no-window``: no profiler window ever starts (no kernels, no kernel clock);
+- ``no-check``: no forward check against float64 MATH and no gradient comparison (``output_check.MAX_CHECKS = 0``);
+- ``no-sentinel``: no backward sentinel (no sampled call's gradients counted: ``gradient_sentinel.due`` never);
+- ``bare``: all three off (the wrapper, its timing and its sites).
+
+The parts are switched off by this file itself, run by watch as the program (``--as-program VARIANT``), which patches
+the probe and then runs training.py as ``__main__``. Each run is a fresh process; variants alternate over ROUNDS
+rounds. The table gives medians: the command's wall time, the program's loop, each step, and the time from the loop's
+end to the command's exit.
+
+    python3 scripts/diagnostics/diag_watch_parts.py [--device cuda] [--steps 3] [--rounds 3] [--variants a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "watch_programs" / "training.py"
+VARIANTS = ("plain", "watched", "no-window", "no-check", "no-sentinel", "bare")
+
+
+def as_program(variant: str, argv: list[str]) -> None:
+    """In the watched process, before training.py's first line: switch the variant's parts off."""
+    from sdpa_tui.watch.probe.checks import gradient_sentinel, output_check
+    from sdpa_tui.watch.probe.kernels.bursts import KernelBursts
+
+    if variant in ("no-window", "bare"):
+        KernelBursts.cover = lambda self, never_profiled: None
+        KernelBursts.poll = lambda self: False
+    if variant in ("no-check", "bare"):
+        output_check.MAX_CHECKS = 0
+    if variant in ("no-sentinel", "bare"):
+        gradient_sentinel.due = lambda count: False
+    sys.argv = [str(PROGRAM), *argv]
+    runpy.run_path(str(PROGRAM), run_name="__main__")
+
+
+def run_once(variant: str, device: str, steps: int, tmp: str) -> dict:
+    times = os.path.join(tmp, "times.json")
+    if os.path.exists(times):
+        os.unlink(times)
+    args = [times, str(steps), device, "decoder"]
+    if variant == "plain":
+        argv = [sys.executable, str(PROGRAM), *args]
+    else:
+        argv = [sys.executable, "-m", "sdpa_tui", "watch", "--report", os.path.join(tmp, "calls.json"), "--no-advice",
+                "--", sys.executable, __file__, "--as-program", variant, *args]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.time()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    ended = time.time()
+    if proc.returncode != 0:
+        sys.exit(f"{variant} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    own = json.loads(Path(times).read_text())
+    return {"variant": variant, "wall_s": ended - t0, "loop_s": own["ended"] - own["loop"],
+            "after_s": ended - own["ended"], "step_ms": own["step_ms"], "device": own.get("device_name")}
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--as-program":
+        as_program(sys.argv[2], sys.argv[3:])
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        print(f"unknown variants: {', '.join(sorted(unknown))} (known: {', '.join(VARIANTS)})", file=sys.stderr)
+        return 2
+    results: dict[str, list[dict]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for v in variants if r % 2 == 0 else variants[::-1]:
+                got = run_once(v, args.device, args.steps, tmp)
+                results[v].append(got)
+                print(json.dumps(got), flush=True)
+    print(f"{'variant':<12} {'wall s':>7} {'loop s':>7} {'after s':>7}  steps ms   (medians over {args.rounds} rounds)")
+    for v, runs in results.items():
+        steps = [statistics.median(x["step_ms"][i] for x in runs) for i in range(args.steps)]
+        print(f"{v:<12} {statistics.median(x['wall_s'] for x in runs):7.2f} "
+              f"{statistics.median(x['loop_s'] for x in runs):7.3f} {statistics.median(x['after_s'] for x in runs):7.3f}"
+              f"  {' '.join(f'{s:.1f}' for s in steps)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
