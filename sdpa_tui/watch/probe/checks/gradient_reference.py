@@ -8,8 +8,8 @@ the same transposed with |Q| for dK, ``Pᵀ |dO|`` for dV): a low-precision back
 precision times that magnitude, not times the result, which cancellation can make tiny (pytorch#196678's inputs
 give dQ = -960 × (a sum of terms that cancels to 0): Mem-efficient and cuDNN both read 10x "off" by the result's
 size on an H100, 3e-3 by the terms'). The error reported is max |grad - ref| over the largest magnitude,
-computed block by block (a batch element, the query heads of one key/value head, a band of query rows: ``dq``
-per band, ``dk`` and ``dv`` summed over the bands), so a real shape is checked without the float64 scores of the
+computed block by block (batch elements, key/value heads with their query heads, or a band of query rows: ``dq``
+per block, ``dk`` and ``dv`` summed over the bands), so a real shape is checked without the float64 scores of the
 whole call in memory. Query rows whose every key is masked are left out of ``dq``; their ``dk``/``dv`` part is
 not compared when the upstream gradient on them is not zero (backends write what they like there, as in the
 forward: ``output_check.py``). No autograd: this runs inside the program's backward.
@@ -19,58 +19,70 @@ from __future__ import annotations
 
 import torch
 
-from .output_check import BLOCK_BYTES, MAX_SCORES, block_mask
+from .output_check import MAX_SCORES, block_mask, blocks
+
+
+GRADIENT_SCORE_BYTES = 32
+"""Bytes a block of the reference holds per query-key score: four float64 arrays at most (P, dP, dS and one being
+made; each is freed or overwritten in place once used)."""
 
 
 def _four_d(t: torch.Tensor) -> torch.Tensor:
     return t.unsqueeze(0) if t.dim() == 3 else t
 
 
-def _bands(rows: int, group: int, keys: int, device: str):
-    budget = BLOCK_BYTES.get(device, BLOCK_BYTES["cpu"])
-    step = max(1, budget // (4 * 8 * group * max(keys, 1)))  # S, P, dP, dS in float64
-    for r0 in range(0, rows, step):
-        yield slice(r0, min(rows, r0 + step))
+def _by_query_head(t: torch.Tensor, group: int) -> torch.Tensor:
+    """A block of key/value heads repeated for their query heads (dimension 1)."""
+    return t if group == 1 else t.repeat_interleave(group, dim=1)
+
+
+def _by_kv_head(t: torch.Tensor, group: int) -> torch.Tensor:
+    """A block's per-query-head dK or dV summed over each key/value head's query heads."""
+    if group == 1:
+        return t
+    b, h, keys, dim = t.shape
+    return t.view(b, h // group, group, keys, dim).sum(2)
 
 
 def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
     """(dq, its magnitude), (dk, …), (dv, …) in float64 (shapes of q, k, v, 4-d), the query rows whose every key
-    is masked, and whether the dk/dv comparison holds (no such row received a gradient)."""
+    is masked, and whether the dk/dv comparison holds (no such row received a gradient). Computed in the forward
+    check's blocks (``output_check.blocks``, at ``GRADIENT_SCORE_BYTES`` a score): as many batch elements, else
+    key/value heads with their query heads, else bands of rows, as fit in its budget (a few dozen kernels a block,
+    so a call's reference is tens of blocks, not one per head)."""
     q, k, v, grad_out = (_four_d(t.detach()) for t in (q, k, v, grad_out))
-    batch, heads, rows, dim = q.shape
-    kv_heads, keys = k.shape[1], k.shape[2]
-    group = heads // kv_heads if gqa else 1
-    scale = 1.0 / dim ** 0.5 if scale is None else scale
+    heads, keys = q.shape[1], k.shape[2]
+    group = heads // k.shape[1] if gqa else 1
+    scale = 1.0 / q.shape[-1] ** 0.5 if scale is None else scale
     dq, dq_mag = (torch.zeros(q.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dk, dk_mag = (torch.zeros(k.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dv, dv_mag = (torch.zeros(v.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device)
     kv_comparable = torch.ones((), dtype=torch.bool, device=q.device)
-    for b in range(batch):
-        for h in range(kv_heads if gqa else heads):
-            hs = slice(h * group, (h + 1) * group)
-            kb, vb = k[b, h].double(), v[b, h].double()
-            for rs in _bands(rows, group, keys, q.device.type):
-                qb, gob = q[b, hs, rs].double(), grad_out[b, hs, rs].double()
-                s = torch.matmul(qb, kb.transpose(-1, -2)) * scale
-                m = block_mask(mask, causal, b, hs, rs, keys, q.device)
-                if m is not None:
-                    s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m.double()
-                dead = torch.isneginf(s).all(-1, keepdim=True).expand(qb.shape[:-1] + (1,))
-                dead_rows[b, hs, rs] = dead
-                p = torch.softmax(s.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
-                o = torch.matmul(p, vb)
-                dp = torch.matmul(gob, vb.transpose(-1, -2))
-                delta = (gob * o).sum(-1, keepdim=True)
-                ds = p * (dp - delta)
-                ds_mag = p * (dp.abs() + delta.abs())
-                dq[b, hs, rs] = torch.matmul(ds, kb) * scale
-                dq_mag[b, hs, rs] = torch.matmul(ds_mag, kb.abs()) * scale
-                dk[b, h] += torch.matmul(ds.transpose(-1, -2), qb).sum(0) * scale
-                dk_mag[b, h] += torch.matmul(ds_mag.transpose(-1, -2), qb.abs()).sum(0) * scale
-                dv[b, h] += torch.matmul(p.transpose(-1, -2), gob).sum(0)
-                dv_mag[b, h] += torch.matmul(p.transpose(-1, -2), gob.abs()).sum(0)
-                kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
+    for b, hs, kvs, rs in blocks(q, k, gqa, GRADIENT_SCORE_BYTES):
+        kb, vb = (_by_query_head(t[b, kvs].double(), group) for t in (k, v))
+        qb, gob = q[b, hs, rs].double(), grad_out[b, hs, rs].double()
+        s = torch.matmul(qb, kb.transpose(-1, -2)).mul_(scale)
+        m = block_mask(mask, causal, b, hs, rs, keys, q.device)
+        if m is not None:
+            s = s.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else s.add_(m.double())
+        dead = torch.isneginf(s).all(-1, keepdim=True)
+        dead_rows[b, hs, rs] = dead
+        p = torch.softmax(s.masked_fill_(dead, 0.0), -1).masked_fill_(dead, 0.0)
+        del s
+        o = torch.matmul(p, vb)
+        dp = torch.matmul(gob, vb.transpose(-1, -2))
+        delta = (gob * o).sum(-1, keepdim=True)
+        ds = (dp - delta).mul_(p)
+        ds_mag = dp.abs_().add_(delta.abs()).mul_(p)  # dP's array, reused
+        del dp
+        dq[b, hs, rs] = torch.matmul(ds, kb).mul_(scale)
+        dq_mag[b, hs, rs] = torch.matmul(ds_mag, kb.abs()).mul_(scale)
+        dk[b, kvs] += _by_kv_head(torch.matmul(ds.transpose(-1, -2), qb), group).mul_(scale)
+        dk_mag[b, kvs] += _by_kv_head(torch.matmul(ds_mag.transpose(-1, -2), qb.abs()), group).mul_(scale)
+        dv[b, kvs] += _by_kv_head(torch.matmul(p.transpose(-1, -2), gob), group)
+        dv_mag[b, kvs] += _by_kv_head(torch.matmul(p.transpose(-1, -2), gob.abs()), group)
+        kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
     return (dq, dq_mag), (dk, dk_mag), (dv, dv_mag), dead_rows, kv_comparable
 
 

@@ -45,15 +45,20 @@ def reference(q, k, v, mask, causal, scale, gqa):
                                                              enable_gqa=gqa)[0]
 
 
-def _blocks(q, k, gqa):
+SCORE_BYTES = 16
+"""Bytes a block holds per query-key score: float64 scores and their softmax."""
+
+
+def blocks(q, k, gqa, score_bytes: int = SCORE_BYTES):
     """(batch elements, query heads, key/value heads, query rows) of each block of a 4-d call's reference: as many
-    batch elements as fit in ``BLOCK_BYTES``, else as many key/value heads (with their query heads) of one, else
-    bands of query rows of one head (few large blocks: each block is a dozen float64 kernels)."""
+    batch elements as fit in ``BLOCK_BYTES`` at ``score_bytes`` a score, else as many key/value heads (with their
+    query heads) of one, else bands of query rows of one head (few large blocks: each block is a dozen float64
+    kernels, or thirty for the gradients)."""
     batch, heads, rows, _ = q.shape
     kv_heads = k.shape[-3] if gqa else heads
     group = heads // kv_heads
     budget = BLOCK_BYTES.get(q.device.type, BLOCK_BYTES["cpu"])
-    per_head = 16 * group * rows * k.shape[-2]  # float64 scores and softmax of one key/value head
+    per_head = score_bytes * group * rows * k.shape[-2]  # the block's float64 arrays for one key/value head
     if per_head * kv_heads <= budget:
         step = max(1, budget // (per_head * kv_heads))
         for b in range(0, batch, step):
@@ -66,7 +71,7 @@ def _blocks(q, k, gqa):
                 stop = min(kv_heads, h + step)
                 yield slice(b, b + 1), slice(h * group, stop * group), slice(h, stop), slice(0, rows)
         return
-    step = max(1, budget // (16 * group * k.shape[-2]))
+    step = max(1, budget // (score_bytes * group * k.shape[-2]))
     for b in range(batch):
         for h in range(kv_heads):
             for r0 in range(0, rows, step):
@@ -118,7 +123,7 @@ def reference_error(out, q, k, v, mask, causal, scale, gqa) -> tuple[float, floa
     if q.dim() != 4 or k.dim() != 4 or (gqa and q.shape[1] % k.shape[1]):
         seen.add(out, reference(q, k, v, mask, causal, scale, gqa), None if causal else mask)
         return seen.result()
-    for b, heads, kv_heads, rows in _blocks(q, k, gqa):
+    for b, heads, kv_heads, rows in blocks(q, k, gqa):
         kv = kv_heads if gqa else heads
         part = block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
         ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, False, scale, gqa)

@@ -40,7 +40,7 @@ def test_blocks_give_the_whole_calls_float64_result(monkeypatch, mask_kind, gqa,
     q, k, v = _inputs(kv_heads=2 if gqa else 4)
     mask = MASKS[mask_kind](2, 4, q.shape[2], k.shape[2])
     monkeypatch.setitem(output_check.BLOCK_BYTES, "cpu", budget)
-    assert len(list(output_check._blocks(q, k, gqa))) == blocks[0 if gqa else 1]
+    assert len(list(output_check.blocks(q, k, gqa))) == blocks[0 if gqa else 1]
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
     whole = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                            attn_mask=mask.double() if mask is not None and mask.is_floating_point()
