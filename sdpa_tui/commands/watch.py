@@ -8,19 +8,22 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..core.calls.watch_report import Advisor
 from ..exports.files.atomic import write_text_atomic
 from ..exports.files.output_paths import check_output_path
 from ..exports.metrics.metrics_address import DEFAULT_ADDRESS
-from ..exports.metrics.metrics_server import MetricsServerError
-from ..watch.advice.replay_client import replay_flagged
 from ..watch.program.attached_processes import AttachedProcesses
-from ..watch.program.metrics_publisher import MetricsPublisher
 from ..watch.program.watched_program import CommandError, WatchedProgram
-from ..watch.report.gradient_text import nonfinite_found
 from ..watch.states.state_socket import DEFAULT_REPRO_DIR
 from .exit_codes import EXIT_NONFINITE, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from ..core.calls.watch_report import Advisor
+
+# The report's modules (the report, its text, the advice's replay) and the metrics' are imported once the program
+# has started, while it starts (run_headless), or only with --metrics-port: watch's start before the program's
+# spawn was a tenth of a second of imports (2-core VM), which the program's start waited for.
 
 FORMATS = ("text", "markdown", "json")
 
@@ -125,6 +128,9 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
         return EXIT_USAGE
     publisher = None
     if args.metrics_port is not None:
+        from ..exports.metrics.metrics_server import MetricsServerError
+        from ..watch.program.metrics_publisher import MetricsPublisher
+
         try:  # before the program runs, as the report's path
             publisher = MetricsPublisher.start(watched, args.metrics_port, args.metrics_address)
         except (ValueError, MetricsServerError) as exc:
@@ -147,11 +153,14 @@ def main(argv: Sequence[str], run_ui=None, advisor: Advisor | None = None) -> in
 def run_headless(watched: WatchedProgram | AttachedProcesses, report_path: str | None, advisor: Advisor | None = None,
                  output: str = "text", fail_on_nonfinite: bool = False) -> int:
     """Run the program, measure the advice, print the report in ``output``'s format, write the JSON file."""
-    from rich.console import Console
+    watched.start()
+    from rich.console import Console  # imported while the program starts
 
+    from ..core.calls import watch_report  # noqa: F401 - the report the program's states are read into
+    from ..watch.advice.replay_client import replay_flagged
+    from ..watch.report.gradient_text import nonfinite_found
     from ..watch.report.report_text import report_markdown, report_text
 
-    watched.start()
     try:
         code = watched.wait()
     finally:

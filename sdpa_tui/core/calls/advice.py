@@ -21,6 +21,7 @@ from ..units import us_number
 from .call_code import priority_code
 from .compiled_twins import CompiledCost
 from .host_pace import PhaseChange, TypicalBatch, gpu_wait_us
+from .watched_calls import ELIGIBLE, FLAG_OFF
 
 TOP = 3
 """The run summary names this many changes first."""
@@ -160,10 +161,6 @@ class Common:
     differences: tuple[str, ...]
 
 
-ELIGIBLE = "eligible"
-"""How a why-not reason (``watch/probe/explain/choice.py``) starts when torch would run the backend for the call (behind the pick)."""
-FLAG_OFF = "its flag is off at this call"
-"""How it starts when only the backend's flag keeps it from the call."""
 
 
 def refused_backends(why_not: dict[str, str]) -> dict[str, str]:

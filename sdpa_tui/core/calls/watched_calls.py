@@ -116,6 +116,12 @@ LAYOUTS = {"bhld": "contiguous as passed: [batch, heads, length, head dim]",
            "blhd": "a [batch, length, heads, head dim] tensor transposed (transformers' queries)"}
 """How the probe names a Q, K or V's place in memory (``""``: any other strides)."""
 
+ELIGIBLE = "eligible"
+"""How a why-not reason (``CallStats.why_not``, written by ``watch/probe/explain/choice.py``) starts when torch would
+run the backend for the call (behind the pick)."""
+FLAG_OFF = "its flag is off at this call"
+"""How it starts when only the backend's flag keeps it from the call."""
+
 
 @dataclass
 class CallStats:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from ...core.calls.watch_report import WatchReport
 from ...core.calls.watched_calls import ProcessState
 from ..states.collected_states import CollectedStates
 from ..states.state_socket import DEFAULT_REPRO_DIR, StateListener, socket_address
+
+if TYPE_CHECKING:
+    from ...core.calls.watch_report import WatchReport
 
 POLL_S = 0.1
 

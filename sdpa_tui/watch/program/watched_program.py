@@ -13,13 +13,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ...core.calls.watch_report import WatchReport
 from ...core.calls.watched_calls import ProcessState
 from ...core.installation import IMPORT_ROOT
 from ..states.collected_states import CollectedStates
 from ..states.state_socket import DEFAULT_REPRO_DIR, HOOK_DIR, REPRO_DIR_ENV, SOCKET_ENV, StateListener
 from .script_files import unopenable_script
+
+if TYPE_CHECKING:
+    from ...core.calls.watch_report import WatchReport
 
 STOP_GRACE_S = 5.0
 _BOOTSTRAP = "sdpa_tui.watch.probe.bootstrap"

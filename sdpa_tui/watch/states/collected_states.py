@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from ...core.calls.watch_report import WatchReport, build_report
 from ...core.calls.watched_calls import ProcessState
 from .contention import ContendedCalls
 from .state_socket import StateListener
+
+if TYPE_CHECKING:
+    from ...core.calls.watch_report import WatchReport
 
 
 def seen_note(start: str) -> str:
@@ -67,6 +70,10 @@ class CollectedStates:
                notes: Iterable[str] = (), states: Iterable[ProcessState] | None = None) -> WatchReport:
         """The report of the states collected (or of ``states``): ``notes``, then the listener's errors and what
         was seen since ``start`` (:func:`seen_note`)."""
+        from ...core.calls.watch_report import (
+            build_report,  # at the first report: watch's own start, which the program's waits for, does not import the report's modules
+        )
+
         errors = self.listener.errors[:3] if self.listener else []
         report = build_report(program, exit_code, self.states() if states is None else states, duration_s,
                               [*notes, *errors, seen_note(start)])

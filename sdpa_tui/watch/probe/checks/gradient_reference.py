@@ -21,7 +21,6 @@ import torch
 
 from .output_check import MAX_SCORES, block_mask, blocks
 
-
 GRADIENT_SCORE_BYTES = 32
 """Bytes a block of the reference holds per query-key score: four float64 arrays at most (P, dP, dS and one being
 made; each is freed or overwritten in place once used)."""

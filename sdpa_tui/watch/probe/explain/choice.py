@@ -19,8 +19,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ....core.backends import ALL_BACKENDS, CHOICE_CODES, Backend
-from ....core.calls.advice import ELIGIBLE, FLAG_OFF
 from ....core.calls.mask_forms import CAUSAL, CAUSAL_KEY_PADDING, KEY_PADDING, NONE, OTHER
+from ....core.calls.watched_calls import ELIGIBLE, FLAG_OFF
 from ....engine.measuring.eligibility import clean_message, priority_order, reasons_for
 
 _CAN_USE = {
