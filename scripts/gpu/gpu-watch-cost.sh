@@ -9,7 +9,8 @@
 # (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
 # plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
 # kept. PART=parts: watch's cost on the decoder with one part of the probe switched off at a time
-# (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds). PART=check-cost: the forward check and the gradient
+# comparison on the decoder's call, cold and warm (scripts/diagnostics/diag_check_cost.py). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')
@@ -34,6 +35,9 @@ case $PART in
   parts)
     echo "=== the probe's parts"; timeout ${LIMIT:-500} python3 scripts/diagnostics/diag_watch_parts.py --device cuda \
       --rounds ${ROUNDS:-3} ${VARIANTS:+--variants $VARIANTS} ;;
+  check-cost)
+    echo "=== the checks, cold and warm"; timeout ${LIMIT:-300} python3 scripts/diagnostics/diag_check_cost.py --device cuda \
+      --rounds ${ROUNDS:-3} ;;
   pyspy)
     python3 -m pip install -q --no-index --no-deps --target .site .pyspy/*.whl || exit 1
     for i in $(seq ${ROUNDS:-2}); do
