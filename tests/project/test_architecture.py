@@ -97,6 +97,27 @@ def test_host_side_modules_do_not_import_torch():
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
 
 
+REPORT_MODULES = ("sdpa_tui.core.calls.watch_report", "sdpa_tui.core.calls.advice", "sdpa_tui.exports.metrics.metrics_server")
+
+
+def _imported_of(modules: str, wanted: tuple[str, ...]) -> list[str]:
+    code = f"import json, sys, {modules}; print(json.dumps(sorted(m for m in {wanted!r} if m in sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_what_runs_before_the_watched_program_leaves_the_report_for_later():
+    """``sdpa-tui watch`` spawns the program after its command's imports, and the probe installs before the program's
+    first line: neither imports the report, the advice or the metrics server (the program's start would wait for
+    them; ``run_headless`` imports them while the program starts). The command's run does import them."""
+    assert _imported_of("sdpa_tui.cli, sdpa_tui.commands.watch", REPORT_MODULES) == []
+    assert _imported_of("sdpa_tui.watch.report.report_text", REPORT_MODULES[:1]) == list(REPORT_MODULES[:1])
+    pytest.importorskip("torch")
+    assert _imported_of("sdpa_tui.watch.probe.install", REPORT_MODULES) == []
+
+
 def test_the_check_above_would_see_torch():
     """The same probe sees torch when an engine-side module is imported (so the test above can fail)."""
     pytest.importorskip("torch")
