@@ -161,8 +161,6 @@ class Common:
     differences: tuple[str, ...]
 
 
-
-
 def refused_backends(why_not: dict[str, str]) -> dict[str, str]:
     """The backends torch refuses for a call's own arguments (dropout on the CPU, a mask Flash cannot take...), with
     torch's reason: not those off by a flag or behind another in the order. Changing the order cannot make them run,

@@ -70,9 +70,8 @@ class CollectedStates:
                notes: Iterable[str] = (), states: Iterable[ProcessState] | None = None) -> WatchReport:
         """The report of the states collected (or of ``states``): ``notes``, then the listener's errors and what
         was seen since ``start`` (:func:`seen_note`)."""
-        from ...core.calls.watch_report import (
-            build_report,  # at the first report: watch's own start, which the program's waits for, does not import the report's modules
-        )
+        # imported at the first report, not at watch's start (which the program's start waits for)
+        from ...core.calls.watch_report import build_report
 
         errors = self.listener.errors[:3] if self.listener else []
         report = build_report(program, exit_code, self.states() if states is None else states, duration_s,

@@ -22,8 +22,8 @@ import torch
 from .output_check import MAX_SCORES, block_mask, blocks
 
 GRADIENT_SCORE_BYTES = 32
-"""Bytes a block of the reference holds per query-key score: four float64 arrays at most (P, dP, dS and one being
-made; each is freed or overwritten in place once used)."""
+"""Bytes a block of the reference may hold per query-key score: at most three float64 arrays of its scores at once
+(S then P, dP, dS; |dP|'s terms are made in dP's array), and room for a float mask's float64 copy."""
 
 
 def _four_d(t: torch.Tensor) -> torch.Tensor:
@@ -47,8 +47,8 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
     """(dq, its magnitude), (dk, …), (dv, …) in float64 (shapes of q, k, v, 4-d), the query rows whose every key
     is masked, and whether the dk/dv comparison holds (no such row received a gradient). Computed in the forward
     check's blocks (``output_check.blocks``, at ``GRADIENT_SCORE_BYTES`` a score): as many batch elements, else
-    key/value heads with their query heads, else bands of rows, as fit in its budget (a few dozen kernels a block,
-    so a call's reference is tens of blocks, not one per head)."""
+    key/value heads with their query heads, else bands of rows, as fit in its budget: about thirty kernels a block,
+    and few blocks a call (8 for [8, 8, 1024, 128]), not one per batch element and head."""
     q, k, v, grad_out = (_four_d(t.detach()) for t in (q, k, v, grad_out))
     heads, keys = q.shape[1], k.shape[2]
     group = heads // k.shape[1] if gqa else 1
