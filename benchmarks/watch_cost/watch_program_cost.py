@@ -112,7 +112,8 @@ optimizer built, the training loop, and the loop's end to the command's exit."""
 def start_up_phases(own: dict, t0: float, wall: float) -> dict:
     """:data:`PHASES` of one run, from the program's clock (``training.py``) and the command's start and wall time."""
     return {"before_program_s": own["started"] - t0, "torch_import_s": own["imported"] - own["started"],
-            "device_s": own["device_ready"] - own["imported"], "build_s": own["loop"] - own["device_ready"], "after_s": t0 + wall - own["ended"]}
+            "device_s": own["device_ready"] - own["imported"], "build_s": own["loop"] - own["device_ready"],
+            "after_s": t0 + wall - own["ended"]}
 
 
 def phases_table(summary: dict) -> str:

@@ -10,7 +10,8 @@
 # plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
 # kept. PART=parts: watch's cost on the decoder with one part of the probe switched off at a time
 # (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds). PART=check-cost: the forward check and the gradient
-# comparison on the decoder's call, cold and warm (scripts/diagnostics/diag_check_cost.py). PART=shots: the watch screenshots. Writes $OUT/res.tgz.
+# comparison on the decoder's call, cold and warm (scripts/diagnostics/diag_check_cost.py). PART=shots: the watch
+# screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
 PART=${PART:-tests}
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oE 'H100|H200' | tr 'A-Z' 'a-z')

@@ -10,7 +10,8 @@ float32, a batch [2, 32]. ``large`` and ``tiny`` are transformers Llamas from a 
 truth.py's GPU-bound Llama (8 layers, hidden 2048, GQA 16/4 heads, head dim 128, bf16, a batch [8, 1024]: about 59 ms
 a step on an H100, 11 to 15 s of start-up); ``tiny`` runs anywhere in a fraction of a second (float32, 2 layers).
 Writes its own clock to OUT as JSON: when its first line ran, when torch was imported, when the device's context was
-made, when its loop began and ended (``time.time``), and every training step's time (ms, the device synchronised); and the GPU's name (None on the CPU).
+made, when its loop began and ended (``time.time``), and every training step's time (ms, the device synchronised); and
+the GPU's name (None on the CPU).
 
     python3 training.py OUT STEPS [cuda|cpu] [large|decoder|tiny]
 """
@@ -141,5 +142,5 @@ for step in range(steps):
 ended = time.time()
 device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
 with open(out_path, "w") as f:
-    json.dump({"started": started, "imported": imported, "device_ready": device_ready, "loop": loop, "ended": ended, "step_ms": step_ms, "evals": evals,
-               "total": total, "device_name": device_name}, f)
+    json.dump({"started": started, "imported": imported, "device_ready": device_ready, "loop": loop, "ended": ended,
+               "step_ms": step_ms, "evals": evals, "total": total, "device_name": device_name}, f)
