@@ -6,4 +6,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1 \
   || echo "transformers install failed (carry .tfw)"
 export PYTHONPATH=$PWD/.site:$PWD
+# the project's bytecode, as pip's install writes it: a checkout run where PYTHONDONTWRITEBYTECODE is set would
+# otherwise compile every module the watch host and probe import, in every run (a cost no user's install has)
+echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}"; python3 -m compileall -q sdpa_tui > /dev/null
 mkdir -p "$OUT/r"
