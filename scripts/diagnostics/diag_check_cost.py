@@ -24,6 +24,7 @@ import time
 
 MODES = ("bare", "program", "tiny")
 
+
 def child(device: str, mode: str) -> dict:
     import torch
     import torch.nn.functional as F
@@ -98,9 +99,9 @@ def main() -> int:
     print(f"{'mode':<8} {'check':<10} {'tiny first':>10} {'cold':>8} {'warm':>8}   (ms, medians of {args.rounds} processes)")
     for mode, done in runs.items():
         for i, name in enumerate(("forward_s", "gradients_s")):
-            tiny = statistics.median(r["tiny_warm_up_s"][i] for r in done) * 1e3 if mode == "tiny" else float("nan")
+            tiny = f"{statistics.median(r['tiny_warm_up_s'][i] for r in done) * 1e3:.1f}" if mode == "tiny" else "-"
             cold, warm = (statistics.median(r[name][j] for r in done) * 1e3 for j in (0, 1))
-            print(f"{mode:<8} {name[:-2]:<10} {tiny:>10.1f} {cold:>8.1f} {warm:>8.1f}")
+            print(f"{mode:<8} {name[:-2]:<10} {tiny:>10} {cold:>8.1f} {warm:>8.1f}")
     return 0
 
 
