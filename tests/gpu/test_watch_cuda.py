@@ -112,9 +112,9 @@ def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_
 
     Not a blocking ``synchronize``: its thread is woken late on a busy host (the loaded H200, 12 cores spinning beside
     it: five readings of a 2.5-ms backlog 2,638 to 2,859 µs, while the lead read 2,482 to 2,521 µs and the backlog's
-    5,000,000 cycles take 2,525 µs at the 1,980 MHz the GPU held). Polling can be late too, where the busy host takes
-    the core from it, so each case is read five times and the median of the five differences is held to the
-    tolerance."""
+    5,000,000 cycles take 2,525 µs at the H200's top SM clock, 1,980 MHz). Polling can be late too, where the busy
+    host takes the core from it, so each case is read five times and the median of the five differences is held to
+    the tolerance."""
     import statistics
     import time
 
