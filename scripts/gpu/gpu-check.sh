@@ -13,18 +13,9 @@
 # call replaces: name every step in one call.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-check-out}
-mkdir -p "$OUT/r"
-export PYTHONUNBUFFERED=1
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
-  export PYTHONPATH=$PWD/.site:$PWD
-fi
-# The watch steps need transformers, which the GPU machine lacks. Fill .tfw here once (git-ignore
-# it) and carry it: python3 -m pip download -d .tfw --only-binary=:all: --python-version 3.12
-#   --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any transformers
-if [ -d .tfw ]; then
-  python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers || exit 1
-fi
+# the carried wheels installed beside the project (.whl: Textual; .tfw: transformers, for the watch steps), its
+# bytecode written, $OUT/r made: as every device step has it
+source scripts/gpu/gpu-env.sh
 steps=${*:-report tests fixtures fidelity ui faults}
 # tests and tests-loaded take CUDA_TESTS, pytest's paths and options (tests/ by default), to split the suite over two
 # calls where one call's time limit is short of it, e.g. CUDA_TESTS=tests/gpu/test_watch_cuda.py, then

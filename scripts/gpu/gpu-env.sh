@@ -1,5 +1,9 @@
 # Sourced by the device steps beside it (scripts/gpu/*.sh) on the GPU machine (repo root, carrying .whl
 # with Textual and friends and .tfw with transformers): install them beside the project, unbuffered output.
+# Fill them here once (both git-ignored through .git/info/exclude): `bash ../shared/device/wheels.sh` writes .whl;
+# `python3 -m pip download -d .tfw --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64
+# --platform manylinux2014_x86_64 --platform any transformers`, then drop from .tfw what the machine has (torch,
+# nvidia-*, triton, sympy, mpmath, networkx).
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
