@@ -110,11 +110,11 @@ def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_
     later, and the host's own clock when an event recorded right after the call is seen done, polled without a pause
     (the GPU then reached the call).
 
-    Not a blocking ``synchronize``: its thread is woken late on a busy host (the loaded H200, 12 cores spinning beside
-    it: five readings of a 2.5-ms backlog 2,638 to 2,859 µs, while the lead read 2,482 to 2,521 µs and the backlog's
-    5,000,000 cycles take 2,525 µs at the H200's top SM clock, 1,980 MHz). Polling can be late too, where the busy
-    host takes the core from it, so each case is read five times and the median of the five differences is held to
-    the tolerance."""
+    On the loaded H200 (12 cores spinning, a GPU neighbour busy half the time) the lead once read a 2.5-ms backlog
+    2,517 to 2,559 µs against this reading's 2,722 to 2,954: the anchor's event, timed from its record, had waited
+    for the neighbour's time slice; the anchor now meets the clocks where the host sees the GPU pass it. Polling can
+    be late, where the busy host takes the core from it, so each case is read five times and the median of the five
+    differences is held to the tolerance."""
     import statistics
     import time
 

@@ -9,9 +9,12 @@ a step of 57.1 to 58.7 with packed code that costs the host 1.4 ms a call more t
 
 So, after a window: a CUDA event recorded at each call's start, with the host's clock beside it, and read once the
 GPU has passed it; for a training call, one more at its backward's start (a hook on its output's gradient, on
-autograd's thread). GPU and host clocks meet at an anchor: an event recorded right after the window's stop, which
-waited for the GPU, so the GPU runs it at once (a few µs late: the lead reads that much low). The clocks drift apart
-(tens of µs a second), so leads are read only for :data:`FRESH_S` after an anchor.
+autograd's thread). GPU and host clocks meet at an anchor, right after the window's stop (which waited for the GPU):
+a few events, each polled without a pause until the host sees the GPU pass it, the earliest meeting kept
+(:func:`meet_clocks`). Not the host's clock when the event is recorded: on a GPU shared with another process the event
+waits for the other's time slice (on an H200 beside a neighbour busy half the time, about 0.4 ms), and every lead
+then read that much low. The clocks drift apart (tens of µs a second), so leads are read only for :data:`FRESH_S`
+after an anchor.
 
 A call with a mask is read by batch: the calls on one mask (transformers gives each layer a view of one mask built
 per forward) are one batch, in order. The batch of the first call after the anchor is not read: it is the one the
@@ -48,6 +51,31 @@ KEPT_BATCHES = 8
 MAX_POSITIONS = 512
 """Calls on one mask beyond this many are not read (a mask reused for a whole run is not a batch)."""
 PENDING = 2048
+ANCHOR_EVENTS = 4
+"""Events an anchor polls; the earliest meeting of the clocks is kept (a poll can be late, never early)."""
+ANCHOR_WAIT_S = 0.05
+"""An anchor whose events the GPU has not passed by then is given up: no lead is read until the next window."""
+
+
+def meet_clocks(events: int = ANCHOR_EVENTS, wait_s: float = ANCHOR_WAIT_S) -> tuple[Any, float] | None:
+    """An event the GPU has passed and the host's clock then, or None where the GPU did not get to it within
+    ``wait_s``. Each of ``events`` events is recorded and polled without a pause: the host sees the GPU pass it at
+    most a poll late, so each one's meeting (the host's clock when seen, less the GPU's time since the first) is at
+    or after the first event's true host time, and the least of them is kept."""
+    deadline = time.perf_counter() + wait_s
+    first, host_s = None, 0.0
+    for _ in range(events):
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        while not event.query():
+            if time.perf_counter() > deadline:
+                return None
+        seen = time.perf_counter()
+        if first is None:
+            first, host_s = event, seen
+        else:
+            host_s = min(host_s, seen - first.elapsed_time(event) / 1e3)
+    return first, host_s
 
 
 @dataclass
@@ -99,17 +127,18 @@ class LeadClock:
         self.collecting = threading.Lock()  # one reader at a time (the probe's thread, an anchor, the end)
 
     def anchor_now(self, entries: Iterable[Entry] = ()) -> None:
-        """Right after a synchronize (a window's stop): the GPU is idle and runs this event at once; the CUDA
-        signatures' next batches are read (their calls take the slow path until then)."""
+        """Right after a synchronize (a window's stop): the host's and the GPU's clocks meet (:func:`meet_clocks`);
+        the CUDA signatures' next batches are read (their calls take the slow path until then)."""
         self.collect()  # the window's stop waited for the GPU: every event recorded before it has passed
         try:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
-            self.anchor = (torch.cuda.current_device(), event, time.perf_counter())
-            self.until = self.anchor[2] + FRESH_S
+            met = meet_clocks()
         except Exception:  # noqa: BLE001 - no lead read: the advice falls back to its other rule
+            met = None
+        if met is None:
             self.anchor = None
             return
+        self.anchor = (torch.cuda.current_device(), *met)
+        self.until = met[1] + FRESH_S
         self.signatures = {}
         for entry in entries:
             entry.leads_due = entry.cuda

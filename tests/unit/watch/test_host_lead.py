@@ -55,12 +55,15 @@ class FakeEvent:
 
     gpu_ms_at_record: list[float] = []
 
+    gpu_idle = False  # events recorded meanwhile are passed at once
+
     def __init__(self, enable_timing: bool = False) -> None:
         self.gpu_ms = None
         self.passed = False
 
     def record(self) -> None:
         self.gpu_ms = FakeEvent.gpu_ms_at_record.pop(0)
+        self.passed = FakeEvent.gpu_idle
 
     def query(self) -> bool:
         return self.passed
@@ -83,12 +86,23 @@ def _entry(index: int = 0) -> Entry:
     return Entry(CallStats(SIG), index, cuda=True)
 
 
+def _anchor(clock, entries=(), gpu_ms: float = 0.0) -> None:
+    """The clocks meet at the fake host's time and GPU time ``gpu_ms``: the GPU is idle, each of the anchor's events
+    passed as it is recorded."""
+    FakeEvent.gpu_ms_at_record[:0] = [gpu_ms] * host_lead.ANCHOR_EVENTS
+    FakeEvent.gpu_idle = True
+    try:
+        clock.anchor_now(entries)
+    finally:
+        FakeEvent.gpu_idle = False
+
+
 def test_a_calls_lead_is_its_events_gpu_time_against_the_anchor_less_the_hosts_time_at_the_call(fake_gpu):
     import torch
 
     clock = host_lead.LeadClock()
-    FakeEvent.gpu_ms_at_record = [5_000.0, 5_003.5]  # the anchor at GPU 5,000 ms; the call's event 3.5 ms later
-    clock.anchor_now()  # host 100.000 s: the GPU idle, so it meets the host's clock here
+    FakeEvent.gpu_ms_at_record = [5_003.5]  # the call's event 3.5 ms after the anchor
+    _anchor(clock, gpu_ms=5_000.0)  # host 100.000 s: the GPU idle, so it meets the host's clock here
     fake_gpu["s"] = 100.001  # the call is made 1 ms later on the host: the GPU gets to it 2.5 ms after that
     entry = _entry()
     clock.sample(entry, torch.device("cuda", 0))
@@ -100,6 +114,90 @@ def test_a_calls_lead_is_its_events_gpu_time_against_the_anchor_less_the_hosts_t
     assert not clock.pending
 
 
+class TimelineEvent:
+    """A CUDA event on a fake GPU shared with another process: recorded at the fake host's time, run by the GPU at
+    ``TimelineEvent.runs_at(host seconds at record)`` (host seconds; GPU time equal to it), seen passed once the host's
+    clock is there."""
+
+    timeline: dict = {}
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.runs_s = None
+
+    def record(self) -> None:
+        self.runs_s = TimelineEvent.timeline["runs_at"](TimelineEvent.timeline["now"])
+
+    def query(self) -> bool:
+        return TimelineEvent.timeline["now"] >= self.runs_s
+
+    def elapsed_time(self, other: "TimelineEvent") -> float:
+        return (other.runs_s - self.runs_s) * 1e3
+
+
+@pytest.fixture
+def shared_gpu(monkeypatch):
+    """The host's clock steps 1 µs a reading, and the first ``late`` readings after a pass may be skipped (the host
+    took the core from the polling thread)."""
+    line = {"now": 100.0, "late": {}}
+    TimelineEvent.timeline = line
+
+    def perf_counter() -> float:
+        line["now"] += 1e-6
+        line["now"] += line["late"].pop(round(line["now"] * 1e6), 0.0)
+        return line["now"]
+
+    monkeypatch.setattr(host_lead.torch.cuda, "Event", TimelineEvent)
+    monkeypatch.setattr(host_lead.torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(host_lead.torch.cuda, "is_current_stream_capturing", lambda: False)
+    monkeypatch.setattr(host_lead.time, "perf_counter", perf_counter)
+    return line
+
+
+def test_the_clocks_meet_where_the_host_sees_the_gpu_pass_the_anchor_not_where_it_recorded_it(shared_gpu):
+    """The loaded H200: a neighbour's time slice holds the anchor's event 0.4 ms; a lead timed from the record read
+    every call that much low. The host then misses its first sighting by 0.3 ms; the next event's meeting is kept."""
+    import torch
+
+    held = {"first": True}
+
+    def runs_at(recorded_s: float) -> float:
+        if held.pop("first", False):
+            shared_gpu["late"][round((recorded_s + 400e-6) * 1e6) + 1] = 300e-6  # seen 0.3 ms late
+            return recorded_s + 400e-6  # the neighbour's slice
+        return recorded_s + 5e-6
+
+    shared_gpu["runs_at"] = runs_at
+    clock = host_lead.LeadClock()
+    anchored = shared_gpu["now"]
+    clock.anchor_now()
+    _, first, host_s = clock.anchor
+    assert host_s == pytest.approx(first.runs_s, abs=3e-6)  # within a poll of the GPU passing it
+    assert host_s - anchored > 350e-6  # not the host's clock at the record: the event waited 0.4 ms
+    # a call 1 ms later, behind 2.5 ms of GPU work queued since the anchor
+    shared_gpu["runs_at"] = lambda recorded_s: first.runs_s + 3.5e-3
+    call_s = host_s + 1e-3
+    shared_gpu["now"] = call_s - 1e-6
+    entry = _entry()
+    clock.sample(entry, torch.device("cuda", 0))
+    clock.collect(wait=False)
+    assert entry.stats.lead_us == []  # not passed yet
+    shared_gpu["now"] = first.runs_s + 4e-3
+    clock.collect()
+    assert entry.stats.lead_us == [pytest.approx(2_500.0, abs=5.0)]
+
+
+def test_an_anchor_the_gpu_does_not_reach_soon_reads_no_lead(shared_gpu):
+    import torch
+
+    shared_gpu["runs_at"] = lambda recorded_s: recorded_s + 1.0  # another process holds the GPU for a second
+    clock = host_lead.LeadClock()
+    entry = _entry()
+    started = shared_gpu["now"]
+    clock.anchor_now([entry])
+    assert clock.anchor is None and shared_gpu["now"] - started < host_lead.ANCHOR_WAIT_S + 1e-3
+    assert clock.sample(entry, torch.device("cuda", 0)) is None and not clock.pending and not entry.leads_due
+
+
 def test_leads_are_read_only_soon_after_an_anchor_on_its_device_and_a_few_per_signature(fake_gpu):
     import torch
 
@@ -107,8 +205,8 @@ def test_leads_are_read_only_soon_after_an_anchor_on_its_device_and_a_few_per_si
     entry = _entry()
     clock.sample(entry, torch.device("cuda", 0))
     assert not clock.pending  # no anchor yet: the clocks have not met
-    FakeEvent.gpu_ms_at_record = [0.0] + [1.0] * 40
-    clock.anchor_now()
+    FakeEvent.gpu_ms_at_record = [1.0] * 40
+    _anchor(clock)
     clock.sample(entry, torch.device("cuda", 1))
     assert not clock.pending  # another device than the anchor's
     for _ in range(host_lead.PER_SIGNATURE + 3):
@@ -124,8 +222,8 @@ def test_no_event_is_recorded_while_the_stream_is_captured_into_a_cuda_graph(fak
     import torch
 
     clock = host_lead.LeadClock()
-    FakeEvent.gpu_ms_at_record = [0.0, 1.0]
-    clock.anchor_now()
+    FakeEvent.gpu_ms_at_record = [1.0]
+    _anchor(clock)
     monkeypatch.setattr(host_lead.torch.cuda, "is_current_stream_capturing", lambda: True)
     clock.sample(_entry(), torch.device("cuda", 0))
     assert not clock.pending
@@ -187,8 +285,7 @@ def test_an_event_that_cannot_be_recorded_leaves_the_call_alone(fake_gpu, monkey
     import torch
 
     clock = host_lead.LeadClock()
-    FakeEvent.gpu_ms_at_record = [0.0]
-    clock.anchor_now()
+    _anchor(clock)
 
     class Broken(FakeEvent):
         def record(self) -> None:
@@ -223,8 +320,8 @@ def test_a_batch_is_read_whole_after_the_one_the_anchor_found_with_each_backward
 
     clock = host_lead.LeadClock()
     entry = _entry()
-    FakeEvent.gpu_ms_at_record = [0.0]
-    clock.anchor_now([entry])  # host 100 s, GPU 0 ms
+    FakeEvent.gpu_ms_at_record = []
+    _anchor(clock, [entry])  # host 100 s, GPU 0 ms
     assert entry.leads_due  # its calls take the slow path until its batches are read
     skipped, read, after = (torch.zeros(8, 1, 8, 8, dtype=torch.bool) for _ in range(3))
     _calls_on(clock, entry, skipped, [5.0, 5.0], fake_gpu)  # the first batch after the anchor: not read
@@ -253,8 +350,8 @@ def test_reading_stops_after_its_batches_when_the_anchor_grows_stale_and_during_
 
     clock = host_lead.LeadClock()
     entry = _entry()
-    FakeEvent.gpu_ms_at_record = [0.0]
-    clock.anchor_now([entry])
+    FakeEvent.gpu_ms_at_record = []
+    _anchor(clock, [entry])
     for _ in range(host_lead.SKIP_BATCHES + host_lead.BATCHES):
         _calls_on(clock, entry, torch.zeros(1, 1, 4, 4, dtype=torch.bool), [1.0, 1.0], fake_gpu)
     assert entry.leads_due
@@ -264,13 +361,13 @@ def test_reading_stops_after_its_batches_when_the_anchor_grows_stale_and_during_
         item[4].passed = True
     clock.collect()
     assert len(entry.stats.lead_batches) == host_lead.BATCHES
-    FakeEvent.gpu_ms_at_record = [0.0]
-    clock.anchor_now([entry])
+    FakeEvent.gpu_ms_at_record = []
+    _anchor(clock, [entry])
     clock.pause()  # a window starts
     mask = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
     assert clock.sample(entry, torch.device("cuda", 0), mask) is None and not entry.leads_due
-    FakeEvent.gpu_ms_at_record = [0.0]
-    clock.anchor_now([entry])
+    FakeEvent.gpu_ms_at_record = []
+    _anchor(clock, [entry])
     fake_gpu["s"] += host_lead.FRESH_S + 0.1
     assert clock.sample(entry, torch.device("cuda", 0), mask) is None and not entry.leads_due
 
