@@ -32,7 +32,7 @@ from .explain import choice, origin, padding
 from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
 from .host_lead import LeadClock
-from .kernels.bursts import KernelBursts
+from .kernels.bursts import MIN_BURST_CALLS, KernelBursts
 from .kernels.profile_readings import Entry, ReadingSink, keep_sample
 from .kernels.window_backwards import WindowBackwards
 from .ranks import RankInfo
@@ -44,6 +44,8 @@ TIME_EVERY = 64  # a power of two: the fast path tests ``count & (TIME_EVERY - 1
 TIME_FIRST = 8
 MODULE_CALLS = 256
 SEND_EVERY_S = 0.5
+GONE_BY = MIN_BURST_CALLS
+"""A burst whose signatures short of samples have not been called in its last this many calls ends (``gone_by``)."""
 
 
 class Probe:
@@ -66,6 +68,7 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent: tuple | None = None
         self.in_burst: dict[int, int] = {}  # entry index → its calls in the running burst (first calls not counted)
+        self.since_short: int | None = None  # the running burst's calls since one of a signature short of samples
         self.backwards = WindowBackwards()  # the running burst's training calls: has their backward run?
         self.rank = RankInfo()
         self._finished_pid = -1
@@ -157,6 +160,7 @@ class Probe:
                 bursts.calls += 1
                 first = FIRST_SUFFIX if entry.count == 1 else ""
                 self.in_burst[entry.index] = self.in_burst.get(entry.index, 0) + (not first)
+                self.note_short(entry.profiled + self.in_burst[entry.index] < entry.needed)
                 with record_function(f"{RANGE_PREFIX}{entry.index}{first}"):
                     out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
                 if entry.gradients is not None:
@@ -226,13 +230,14 @@ class Probe:
         bursts = self.bursts
         if bursts.active:
             covered = self.covered()
-            if bursts.should_stop(covered):
+            if bursts.should_stop(covered or self.gone_by()):
                 bursts.stop(wanted_left=not covered, sampled=sum(self.in_burst.values()))
                 if torch.cuda.is_initialized():  # the stop waited for the GPU: the host's and its clocks meet
                     self.leads.anchor_now(list(self.entries))
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
+            self.since_short = None
             self.backwards.new_window()
             self.leads.pause()
             bursts.start(record_shapes=any(e.stats.compiled for e in self.entries))  # compiled ops match by shapes
@@ -247,6 +252,21 @@ class Probe:
         return self.backwards.all_ran() and all(entries[i].profiled + n >= entries[i].needed
                                                 for i, n in list(self.in_burst.items()))
 
+    def note_short(self, short: bool) -> None:
+        """A call ran in the burst: ``short``, its signature still wants samples (counting this call)."""
+        if short:
+            self.since_short = 0
+        elif self.since_short is not None:
+            self.since_short += 1
+
+    def gone_by(self) -> bool:
+        """Have the signatures that ran in this burst short of samples gone by: none of them called in its last
+        ``GONE_BY`` calls, and its training calls' backward run? (A training loop's evaluation: 8 calls of a signature
+        every 50 steps, its first building plans, so 7 samples of 8; on an H200 the window then stayed open for its
+        half second, 7 steps of the training signature around it, as dear as the first window.) They stay wanted:
+        a later window samples them."""
+        return self.since_short is not None and self.since_short >= GONE_BY and self.backwards.all_ran()
+
     def graph_run(self, entries: list[Entry], compiled, args, kwargs):
         """A compiled graph's run, on the slow path: it may start or stop a burst (no range: its
         backend ops are read by shape)."""
@@ -260,6 +280,7 @@ class Probe:
                 bursts.calls += 1
                 for e in entries:
                     self.in_burst[e.index] = self.in_burst.get(e.index, 0) + 1
+                self.note_short(any(e.profiled + self.in_burst[e.index] < e.needed for e in entries))
                 with record_function(f"{GRAPH_PREFIX}{entries[0].index}"):
                     return compiled(*args, **kwargs)
         return compiled(*args, **kwargs)
@@ -371,6 +392,7 @@ class Probe:
         self._stop = threading.Event()
         self._last_sent = None
         self.in_burst = {}
+        self.since_short = None
         self.backwards = WindowBackwards()
         self.rank = RankInfo()
         self.gradients = GradientSentinel()

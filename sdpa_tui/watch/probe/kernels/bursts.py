@@ -13,8 +13,9 @@ signature with fewer than ``profile_readings.WANTED_SAMPLES`` profiled calls is 
 next call starts a window when the last one ended long enough ago (``COVERAGE_GAP``: at least
 ``MIN_GAP_S``, and four times what the last window cost, so coverage profiles at most a fifth of
 the time); every window ends once the signatures in it have their samples (at least ``MIN_BURST_CALLS``
-calls). A window spent on first calls (plans built: seconds) with too few other calls is followed at once
-by another. Calls of signatures already covered never start one. The schedule (``SCHEDULE_S``, then every
+calls), or once those short of them have not been called for as many calls (an evaluation's few calls every so
+many training steps: they stay wanted). A window spent on first calls (plans built: seconds) with too few other
+calls is followed at once by another. Calls of signatures already covered never start one. The schedule (``SCHEDULE_S``, then every
 ``EVERY_S``) re-samples the covered signatures for drift, in long programs only.
 
 The windows' cost (``Captures.cost_s``: starts, profiled time, stops, exports) is held under ``BUDGET`` of the
@@ -174,9 +175,9 @@ class KernelBursts:
         self._profiler, self._started, self.calls, self.active = profiler, time.monotonic(), 0, True
 
     def should_stop(self, covered: bool = False) -> bool:
-        """``covered``: every signature that ran in this burst now has its samples (in this burst or before),
-        so the burst ends after ``MIN_BURST_CALLS`` calls, not ``BURST_S`` (the schedule's too: a drift check needs
-        no more calls than a coverage one)."""
+        """``covered``: every signature that ran in this burst now has its samples (in this burst or before), or
+        those short of them have gone by (``Probe.gone_by``), so the burst ends after ``MIN_BURST_CALLS`` calls, not
+        ``BURST_S`` (the schedule's too: a drift check needs no more calls than a coverage one)."""
         if not self.active:
             return False
         on = time.monotonic() - self._started

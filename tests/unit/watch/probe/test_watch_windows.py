@@ -10,6 +10,7 @@ from sdpa_tui.core.calls.call_signature import CallSignature
 from sdpa_tui.core.calls.watched_calls import CallStats
 from sdpa_tui.watch.probe.kernels import bursts, cupti_detach
 from sdpa_tui.watch.probe.kernels.cupti_detach import ENV, OURS
+from sdpa_tui.watch.probe.kernels.profile_readings import WANTED_SAMPLES, Entry
 from sdpa_tui.watch.probe.slow_path import Probe
 
 
@@ -202,6 +203,86 @@ def test_a_window_holding_training_calls_ends_only_after_their_backward():
         assert not probe.covered()
         again.sum().backward()
         assert probe.covered()
+    finally:
+        probe.bursts.stop()
+        probe._stop.set()
+
+
+def cuda_like(monkeypatch) -> None:
+    """The CPU's signatures want a CUDA signature's samples (on the CPU one profiled call covers a signature)."""
+    monkeypatch.setattr(Entry, "needed", property(lambda entry: WANTED_SAMPLES))
+
+
+def test_a_window_opened_by_an_evaluations_few_calls_ends_one_training_step_after_them(clock, monkeypatch):
+    """The large Llama on an H200 (2026-11-28): its evaluation every 50 steps makes 8 calls of a signature of its own,
+    the first building plans, so its first window reads 7 samples of the 8 wanted. That window stayed open for its half
+    second: 7 training steps around it, their backward in its trace, about as dear as the first window. It now ends
+    once the evaluation's signature has gone by: one training step later, that step's backward run."""
+    import torch
+
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+
+    profiling(monkeypatch, clock, start_s=0.0, stop_s=0.0, export_s=0.0)
+    cuda_like(monkeypatch)
+    probe = Probe(None)
+    sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
+    layers, x = 8, torch.randn(1, 2, 8, 4, requires_grad=True)
+    held_out = torch.randn(1, 2, 4, 4)
+
+    def step() -> None:
+        outs = []
+        for _ in range(layers):
+            outs.append(sdpa(x, x, x))
+            clock.now += 0.059 / layers  # the Llama's step
+        sum(out.sum() for out in outs).backward()
+
+    try:
+        step()
+        (training,) = probe.entries
+        training.profiled = training.needed  # its own windows have read its samples
+        probe.bursts.due = probe.special = True  # as the evaluation's first CUDA call makes a window due
+        with torch.no_grad():
+            for _ in range(layers):
+                sdpa(held_out, held_out, held_out)
+                clock.now += 0.002
+        evaluation = probe.entries[1]
+        assert probe.bursts.active and probe.in_burst[evaluation.index] == layers - 1
+        steps = 0
+        while probe.bursts.active and steps < 10:
+            step()
+            steps += 1
+        assert not probe.bursts.active
+        assert (steps, probe.bursts.calls) == (2, 2 * layers + 1), "the evaluation's calls, a step, its backward"
+        assert probe.bursts.captures.count == 1
+        assert evaluation.profiled + probe.in_burst[evaluation.index] < evaluation.needed  # still wanted: a later
+        # window reads the rest
+    finally:
+        probe.bursts.stop()
+        probe._stop.set()
+
+
+def test_a_window_for_a_drift_check_still_waits_for_its_training_calls_backward(clock, monkeypatch):
+    """Every signature covered, none short of samples: nothing goes by, the window ends on its samples and the
+    backward, as before."""
+    import torch
+
+    from sdpa_tui.watch.probe.fast_path import make_wrapper
+
+    profiling(monkeypatch, clock, start_s=0.0, stop_s=0.0, export_s=0.0)
+    cuda_like(monkeypatch)
+    probe = Probe(None)
+    sdpa = make_wrapper(torch.nn.functional.scaled_dot_product_attention, probe)
+    x = torch.randn(1, 2, 8, 4, requires_grad=True)
+    try:
+        sdpa(x, x, x).sum().backward()
+        (training,) = probe.entries
+        training.profiled = training.needed
+        probe.bursts.due = probe.special = True  # the schedule's window
+        outs = [sdpa(x, x, x) for _ in range(3 * training.needed)]
+        assert probe.bursts.active, "its backward has not run"
+        sum(out.sum() for out in outs).backward()
+        sdpa(x, x, x)
+        assert not probe.bursts.active
     finally:
         probe.bursts.stop()
         probe._stop.set()
