@@ -36,7 +36,7 @@ import torch
 
 from ....core.calls.watched_calls import Captures
 from ....core.traces.window_reading import WindowReading
-from .cupti_detach import CuptiDetach
+from .cupti_detach import DETACH_AFTER_S, CuptiDetach
 from .profile_readings import WANTED_SAMPLES
 from .window_files import export, log, read
 
@@ -121,6 +121,11 @@ class KernelBursts:
         """Have the windows so far cost at most ``BUDGET`` of the process's time?"""
         return self.captures.cost_s <= BUDGET * (time.monotonic() - self._born)
 
+    def budget_reopens_in(self, now: float, running_s: float = 0.0) -> float:
+        """Seconds from ``now`` until the windows so far (and ``running_s`` more, a window stopping) cost at most
+        ``BUDGET`` of the process's time (0 or less: they do now)."""
+        return (self.captures.cost_s + running_s) / BUDGET - (now - self._born)
+
     def _gap_passed(self, gap: float) -> bool:
         now = time.monotonic()
         return (self.enabled and not self.active and not self._starting and now - self._ended >= gap
@@ -185,8 +190,9 @@ class KernelBursts:
         return self.calls >= BURST_CALLS or on >= MAX_BURST_S or enough and (on >= BURST_S or covered)
 
     def stop(self, final: bool = False, wanted_left: bool = False, sampled: int = MIN_BURST_CALLS) -> None:
-        """``final``: the program's last window; ``wanted_left``: a signature that ran in it still wants samples
-        (CUPTI is not detached after either). ``sampled``: its calls that were not a signature's first; a window
+        """``final``: the program's last window (CUPTI is not detached after it); ``wanted_left``: a signature that
+        ran in it still wants samples (CUPTI is not detached after it either while a window for it may come within
+        ``DETACH_AFTER_S``: a follow-up, or one the budget allows by then). ``sampled``: its calls that were not a signature's first; a window
         spent on first calls (plans built, seconds) is followed at once by another if samples are wanted."""
         self._follow_up = wanted_left and sampled < MIN_BURST_CALLS
         profiler, self._profiler, self.active = self._profiler, None, False
@@ -198,7 +204,9 @@ class KernelBursts:
             detach = ""
             if torch.cuda.is_initialized():  # the profiler's stop waits for the GPU itself (autograd.profiler)
                 due = self.next_due()
-                if self.cupti.before_stop(None if due is None else due - stopping, final, wanted_left):
+                soon = wanted_left and (self._follow_up or self.budget_reopens_in(
+                    stopping, stopping - self._started) < DETACH_AFTER_S)
+                if self.cupti.before_stop(None if due is None else due - stopping, final, soon):
                     detach = ", CUPTI detached"
                     self.captures.detached += 1
             log(f"stop after {self.calls} calls, {stopping - self._started:.3f} s{detach}", quiet_fd2(profiler.stop))

@@ -8,8 +8,10 @@ calls ``cuptiFinalize`` from inside it. A window that starts before that has hap
 teardown (a short program with windows in quick succession hung on the H100). So:
 
 - the variable is set only for the stop of a window after which none is due for ``DETACH_AFTER_S``
-  (the schedule's) and no signature still wants samples (a short program's coverage windows follow
-  each other closely, and never detach), and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
+  (the schedule's) and no signature that still wants samples may get one sooner (a short program's coverage
+  windows follow each other closely, and never detach; a signature the windows' budget holds back for longer
+  does not keep CUPTI attached meanwhile: a training loop's evaluation did, for the rest of a 1-minute run),
+  and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
   left as it is, and obeyed: ``1`` detaches after every window, anything else never does);
 - it is set again before any later start, so Kineto re-attaches its callbacks (its lazy re-init);
 - after a stop that detaches, no window starts for ``GUARD_S``, and the probe's background thread
@@ -48,14 +50,15 @@ class CuptiDetach:
         if self.user_value is None and self._ever:
             _set(True)
 
-    def before_stop(self, next_due_in_s: float | None, final: bool = False, wanted_left: bool = False) -> bool:
+    def before_stop(self, next_due_in_s: float | None, final: bool = False, wanted_soon: bool = False) -> bool:
         """Set the variable for this stop; True if Kineto will detach CUPTI after it. ``next_due_in_s``: when the
-        schedule's next window is due (None: no schedule yet); ``wanted_left``: a signature still wants samples.
+        schedule's next window is due (None: no schedule yet); ``wanted_soon``: a signature still wants samples and
+        may get a window within ``DETACH_AFTER_S``.
         The program's last window never detaches (a teardown thread left waiting at exit)."""
         if self.user_value is not None:
             detach = self.user_value == "1"
         else:
-            detach = (not final and not wanted_left
+            detach = (not final and not wanted_soon
                       and (next_due_in_s is None or next_due_in_s >= DETACH_AFTER_S))
             _set(detach)
             self._ever = self._ever or detach

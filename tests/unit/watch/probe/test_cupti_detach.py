@@ -32,7 +32,7 @@ def test_detached_only_when_no_window_is_due_soon_and_never_after_the_last(clean
     policy.before_start()
     assert os.environ[ENV] == "1", "once detached, every start lets Kineto re-attach its callbacks"
     assert not policy.before_stop(DETACH_AFTER_S * 2, final=True), "no teardown thread is left waiting at exit"
-    assert not policy.before_stop(DETACH_AFTER_S * 2, wanted_left=True), "coverage windows follow closely"
+    assert not policy.before_stop(DETACH_AFTER_S * 2, wanted_soon=True), "coverage windows follow closely"
     assert ENV not in os.environ
 
 

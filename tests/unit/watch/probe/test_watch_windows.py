@@ -4,6 +4,8 @@ training program gets."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from sdpa_tui.core.calls.call_signature import CallSignature
@@ -286,3 +288,26 @@ def test_a_window_for_a_drift_check_still_waits_for_its_training_calls_backward(
     finally:
         probe.bursts.stop()
         probe._stop.set()
+
+
+@pytest.mark.parametrize("spent_s, sampled, detaches", [(1.0, bursts.MIN_BURST_CALLS, True),
+                                                        (0.01, bursts.MIN_BURST_CALLS, False),
+                                                        (1.0, 0, False)])
+def test_a_window_leaving_a_signature_short_detaches_cupti_only_when_no_window_for_it_can_come_soon(
+        clock, monkeypatch, spent_s, sampled, detaches):
+    """The Llama on an H200 (2026-11-28): after its evaluation's window (7 samples of 8) Kineto kept CUPTI attached
+    for the rest of the run, every launch paying for it (its median step +0.5 and +1.3 % against plain, where runs
+    whose evaluation was covered detached). 20 s into a program whose windows have cost ``spent_s``: 1 s holds the
+    next window back past ``DETACH_AFTER_S`` (CUPTI detached), 0.01 s does not; a window spent on first calls is
+    followed at once (never detached)."""
+    profiling(monkeypatch, clock, start_s=0.0, stop_s=0.0, export_s=0.0)
+    monkeypatch.setattr(bursts.torch.cuda, "is_initialized", lambda: True)
+    windows = bursts.KernelBursts()
+    clock.now += 20.0
+    windows.captures.profiled_s = spent_s
+    windows.due = True
+    windows.start()
+    clock.now += 0.1
+    windows.stop(wanted_left=True, sampled=sampled)
+    assert (os.environ.get(ENV) == "1") is detaches
+    assert windows.captures.detached == int(detaches)
