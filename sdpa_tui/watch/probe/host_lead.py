@@ -131,7 +131,7 @@ class LeadClock:
         the CUDA signatures' next batches are read (their calls take the slow path until then)."""
         self.collect()  # the window's stop waited for the GPU: every event recorded before it has passed
         try:
-            met = meet_clocks()
+            met = None if torch.cuda.is_current_stream_capturing() else meet_clocks()
         except Exception:  # noqa: BLE001 - no lead read: the advice falls back to its other rule
             met = None
         if met is None:

@@ -15,8 +15,8 @@ next call starts a window when the last one ended long enough ago (``COVERAGE_GA
 the time); every window ends once the signatures in it have their samples (at least ``MIN_BURST_CALLS``
 calls), or once those short of them have not been called for as many calls (an evaluation's few calls every so
 many training steps: they stay wanted). A window spent on first calls (plans built: seconds) with too few other
-calls is followed at once by another. Calls of signatures already covered never start one. The schedule (``SCHEDULE_S``, then every
-``EVERY_S``) re-samples the covered signatures for drift, in long programs only.
+calls is followed at once by another. Calls of signatures already covered never start one. The schedule
+(``SCHEDULE_S``, then every ``EVERY_S``) re-samples the covered signatures for drift, in long programs only.
 
 The windows' cost (``Captures.cost_s``: starts, profiled time, stops, exports) is held under ``BUDGET`` of the
 process's time: a window other than a new signature's first ones (and the one that follows a window spent on
@@ -192,8 +192,9 @@ class KernelBursts:
     def stop(self, final: bool = False, wanted_left: bool = False, sampled: int = MIN_BURST_CALLS) -> None:
         """``final``: the program's last window (CUPTI is not detached after it); ``wanted_left``: a signature that
         ran in it still wants samples (CUPTI is not detached after it either while a window for it may come within
-        ``DETACH_AFTER_S``: a follow-up, or one the budget allows by then). ``sampled``: its calls that were not a signature's first; a window
-        spent on first calls (plans built, seconds) is followed at once by another if samples are wanted."""
+        ``DETACH_AFTER_S``: a follow-up, or one the budget allows by then). ``sampled``: its calls that were not a
+        signature's first; a window spent on first calls (plans built, seconds) is followed at once by another if
+        samples are wanted."""
         self._follow_up = wanted_left and sampled < MIN_BURST_CALLS
         profiler, self._profiler, self.active = self._profiler, None, False
         stopping = time.monotonic()
