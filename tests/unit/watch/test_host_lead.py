@@ -281,6 +281,20 @@ def test_leads_and_the_call_beside_the_code_survive_the_wire():
     assert PackedCost.from_dict(cost.to_dict()) == cost
 
 
+def test_no_anchor_is_recorded_while_the_stream_is_captured_into_a_cuda_graph(fake_gpu, monkeypatch):
+    """A window's stop inside a program's capture: an event recorded there would be a node of the program's graph."""
+    clock = host_lead.LeadClock()
+    monkeypatch.setattr(host_lead.torch.cuda, "is_current_stream_capturing", lambda: True)
+    FakeEvent.gpu_ms_at_record = [0.0] * host_lead.ANCHOR_EVENTS
+    FakeEvent.gpu_idle = True
+    try:
+        clock.anchor_now([_entry()])
+    finally:
+        FakeEvent.gpu_idle = False
+    assert clock.anchor is None
+    assert len(FakeEvent.gpu_ms_at_record) == host_lead.ANCHOR_EVENTS, "no event recorded"
+
+
 def test_an_event_that_cannot_be_recorded_leaves_the_call_alone(fake_gpu, monkeypatch):
     import torch
 
