@@ -36,10 +36,23 @@ def _watch_compile(probe: Probe, rebind: Rebindings) -> None:
 
 _installed: list[Probe] = []
 _fork_hook: list[bool] = []
+_on_sigterm: list = []  # watch's SIGTERM handler, once set (``flush_on_sigterm``)
 
 
 def _after_fork_in_child() -> None:
-    """Registered once per process: the probe in force then, if any, follows the forked child."""
+    """Registered once per process: the probe in force then, if any, follows the forked child, and SIGTERM ends the
+    child as it would unwatched where watch's handler was inherited.
+
+    A Python handler runs only once the main thread is back in the interpreter. A forked ``multiprocessing.Pool``
+    worker whose ``terminate()`` came just before it blocked on the pool's queue lock (``sem_wait``, not
+    interrupted: the signal had been taken already) never ran it, and the program hung in ``Pool.__exit__`` (this
+    project's CI on a loaded 2-core machine, 2026-11-28, and again in the second of two runs beside the test suite). The
+    child's counts since its last periodic send are lost to a SIGTERM; the program's own handler is left alone."""
+    try:
+        if _on_sigterm and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):  # not the main thread (cannot be, just after a fork): left as it is
+        pass
     if _installed:
         _installed[0].after_fork_in_child()
 
@@ -101,6 +114,7 @@ def flush_on_sigterm(probe: Probe) -> None:
             os.kill(os.getpid(), signal.SIGTERM)
 
         signal.signal(signal.SIGTERM, on_term)
+        _on_sigterm[:] = [on_term]
     except (ValueError, OSError):  # not the main thread: the periodic sends are what is left
         pass
 

@@ -53,3 +53,40 @@ def test_the_probes_thread_blocks_sigterm_and_sigint() -> None:
     finally:
         probe.finish()  # stops and joins its thread
     assert not thread.is_alive()
+
+
+def test_a_forked_child_ends_on_sigterm_as_unwatched_and_the_program_keeps_watchs_flush() -> None:
+    """A Pool worker that took its terminate() just before blocking on the pool's queue lock never ran watch's
+    Python handler (the main thread not back in the interpreter), and the program hung in ``Pool.__exit__`` (CI,
+    2026-11-28): a forked child gets SIGTERM's default back, the program keeps watch's handler; a program's own
+    handler is left alone in both."""
+    import subprocess
+
+    script = r"""
+import os, signal, sys
+from sdpa_tui.watch.probe import install
+
+class Probe:
+    def finish(self, why=""):
+        pass
+
+os.register_at_fork(after_in_child=install._after_fork_in_child)  # as install() registers it
+own = sys.argv[1] == "own"
+if own:
+    signal.signal(signal.SIGTERM, lambda *_: None)
+install.flush_on_sigterm(Probe())
+handler = signal.getsignal(signal.SIGTERM)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    child = signal.getsignal(signal.SIGTERM)
+    os.write(write, b"default" if child is signal.SIG_DFL else b"same" if child is handler else b"other")
+    os._exit(0)
+os.waitpid(pid, 0)
+print(os.read(read, 16).decode(), "watch's" if install._on_sigterm[:1] == [handler] else "own",
+      "kept" if signal.getsignal(signal.SIGTERM) is handler else "changed")
+"""
+    for case, expected in [("default", "default watch's kept"), ("own", "same own kept")]:
+        out = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected, (case, out.stdout, out.stderr)
