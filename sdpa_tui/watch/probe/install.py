@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import traceback
 
 import torch
@@ -39,20 +40,46 @@ _fork_hook: list[bool] = []
 _on_sigterm: list = []  # watch's SIGTERM handler, once set (``flush_on_sigterm``)
 
 
+_fork_signals = threading.local()  # per forking thread: did _before_fork block SIGTERM?
+
+
+def _before_fork() -> None:
+    """Where watch's SIGTERM handler is in force: SIGTERM blocked in the forking thread until the child has it back
+    at its default (``_after_fork_in_child``), the parent's unblocked again (``_after_fork_in_parent``).
+
+    A Python handler inherited by the child never runs for a signal that comes before the child first runs: its C
+    part notes it on the child's way back from ``fork()``, and Python clears such notes right after a fork. A
+    ``multiprocessing.Pool`` (fork) whose work was done before a worker had run at all (a loaded machine) sent that
+    worker ``terminate()``'s SIGTERM then; the worker lived on, blocked on the pool's queue lock, and the program hung
+    in ``Pool.__exit__`` (this project's CI on a loaded 2-core machine, 2026-11-28, and beside the suite: 1 of 10 and
+    1 of 2 runs). Blocked, the signal waits for the child to take it at its default."""
+    _fork_signals.blocked = False
+    try:
+        if _on_sigterm and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]:
+            _fork_signals.blocked = signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    except (ValueError, OSError, AttributeError):  # no pthread_sigmask here: as before
+        pass
+
+
+def _after_fork_in_parent() -> None:
+    if getattr(_fork_signals, "blocked", False):
+        _fork_signals.blocked = False
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
 def _after_fork_in_child() -> None:
     """Registered once per process: the probe in force then, if any, follows the forked child, and SIGTERM ends the
-    child as it would unwatched where watch's handler was inherited.
-
-    A Python handler runs only once the main thread is back in the interpreter. A forked ``multiprocessing.Pool``
-    worker whose ``terminate()`` came just before it blocked on the pool's queue lock (``sem_wait``, not
-    interrupted: the signal had been taken already) never ran it, and the program hung in ``Pool.__exit__`` (this
-    project's CI on a loaded 2-core machine, 2026-11-28, and again in the second of two runs beside the test suite). The
-    child's counts since its last periodic send are lost to a SIGTERM; the program's own handler is left alone."""
+    child as it would unwatched where watch's handler was inherited (then unblocked: one that came meanwhile ends it
+    now). The child's counts since its last periodic send are lost to a SIGTERM; a program's own handler is left
+    alone."""
     try:
         if _on_sigterm and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (ValueError, OSError):  # not the main thread (cannot be, just after a fork): left as it is
         pass
+    if getattr(_fork_signals, "blocked", False):
+        _fork_signals.blocked = False
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if _installed:
         _installed[0].after_fork_in_child()
 
@@ -80,7 +107,8 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     _watch_compile(probe, rebind)
     watch_graphs(probe, rebind)
     if not _fork_hook:
-        os.register_at_fork(after_in_child=_after_fork_in_child)
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)
         _fork_hook.append(True)
     _installed.append(probe)
     return probe

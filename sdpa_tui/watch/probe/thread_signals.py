@@ -7,7 +7,8 @@ semaphore, a ``wait``) is not interrupted, so a Python handler never runs. With 
 in a forked ``multiprocessing.Pool`` worker (``install.flush_on_sigterm``; the handler is inherited), a
 worker blocked on the pool's queue lock took its ``terminate()`` on watch's thread and never ended, and
 the program hung in ``Pool.__exit__`` (a CI run on a loaded 2-core machine, 2026-11-26). Blocked here,
-every such signal goes to a thread of the program's own.
+every such signal goes to a thread of the program's own. (A SIGTERM that reaches a forked child before it first
+runs is another matter: ``install._before_fork``.)
 """
 
 from __future__ import annotations

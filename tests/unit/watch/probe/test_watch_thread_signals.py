@@ -70,7 +70,8 @@ class Probe:
     def finish(self, why=""):
         pass
 
-os.register_at_fork(after_in_child=install._after_fork_in_child)  # as install() registers it
+os.register_at_fork(before=install._before_fork, after_in_parent=install._after_fork_in_parent,
+                    after_in_child=install._after_fork_in_child)  # as install() registers them
 own = sys.argv[1] == "own"
 if own:
     signal.signal(signal.SIGTERM, lambda *_: None)
@@ -90,3 +91,45 @@ print(os.read(read, 16).decode(), "watch's" if install._on_sigterm[:1] == [handl
         out = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == expected, (case, out.stdout, out.stderr)
+
+
+def test_a_sigterm_sent_before_the_forked_child_first_runs_still_ends_it() -> None:
+    """The hang itself: a Pool's terminate() came before its worker had run at all (a loaded machine), watch's
+    inherited handler noted the signal on the way back from fork() and Python cleared the note; the worker blocked on
+    the queue lock for good. Here the parent signals the child at once, five times; the child blocks in a read."""
+    import subprocess
+
+    script = r"""
+import os, signal, sys, time
+from sdpa_tui.watch.probe import install
+
+class Probe:
+    def finish(self, why=""):
+        pass
+
+os.register_at_fork(before=install._before_fork, after_in_parent=install._after_fork_in_parent,
+                    after_in_child=install._after_fork_in_child)
+install.flush_on_sigterm(Probe())
+ended = []
+for _ in range(5):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(read, 1)  # blocks: nothing is ever written
+        os._exit(3)
+    os.kill(pid, signal.SIGTERM)  # before the child has run, most times
+    deadline = time.monotonic() + 10
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        ended.append("hung")
+    else:
+        ended.append("terminated" if os.WIFSIGNALED(done[1]) and os.WTERMSIG(done[1]) == signal.SIGTERM else "other")
+    os.close(read), os.close(write)
+print(" ".join(ended))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["terminated"] * 5, out.stdout
