@@ -51,17 +51,23 @@ def _before_fork() -> None:
     part notes it on the child's way back from ``fork()``, and Python clears such notes right after a fork. A
     ``multiprocessing.Pool`` (fork) whose work was done before a worker had run at all (a loaded machine) sent that
     worker ``terminate()``'s SIGTERM then; the worker lived on, blocked on the pool's queue lock, and the program hung
-    in ``Pool.__exit__`` (this project's CI on a loaded 2-core machine, 2026-11-28, and beside the suite: 1 of 10 and
-    1 of 2 runs). Blocked, the signal waits for the child to take it at its default."""
+    in ``Pool.__exit__`` (this project's CI on a loaded 2-core machine, 2026-11-28, reproduced beside the test suite).
+    Blocked, the signal waits for the child to take it at its default."""
     _fork_signals.blocked = False
     try:
-        if _on_sigterm and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]:
+        if _watchs_sigterm_in_force():
             _fork_signals.blocked = signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     except (ValueError, OSError, AttributeError):  # no pthread_sigmask here: as before
         pass
 
 
-def _after_fork_in_parent() -> None:
+def _watchs_sigterm_in_force() -> bool:
+    return bool(_on_sigterm) and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]
+
+
+def _release_sigterm() -> None:
+    """After a fork, in the parent (``after_in_parent``) and the child: SIGTERM unblocked if ``_before_fork`` blocked
+    it."""
     if getattr(_fork_signals, "blocked", False):
         _fork_signals.blocked = False
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
@@ -73,13 +79,11 @@ def _after_fork_in_child() -> None:
     now). The child's counts since its last periodic send are lost to a SIGTERM; a program's own handler is left
     alone."""
     try:
-        if _on_sigterm and signal.getsignal(signal.SIGTERM) is _on_sigterm[0]:
+        if _watchs_sigterm_in_force():
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (ValueError, OSError):  # not the main thread (cannot be, just after a fork): left as it is
         pass
-    if getattr(_fork_signals, "blocked", False):
-        _fork_signals.blocked = False
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    _release_sigterm()
     if _installed:
         _installed[0].after_fork_in_child()
 
@@ -107,7 +111,7 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
     _watch_compile(probe, rebind)
     watch_graphs(probe, rebind)
     if not _fork_hook:
-        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+        os.register_at_fork(before=_before_fork, after_in_parent=_release_sigterm,
                             after_in_child=_after_fork_in_child)
         _fork_hook.append(True)
     _installed.append(probe)

@@ -70,7 +70,7 @@ class Probe:
     def finish(self, why=""):
         pass
 
-os.register_at_fork(before=install._before_fork, after_in_parent=install._after_fork_in_parent,
+os.register_at_fork(before=install._before_fork, after_in_parent=install._release_sigterm,
                     after_in_child=install._after_fork_in_child)  # as install() registers them
 own = sys.argv[1] == "own"
 if own:
@@ -107,7 +107,7 @@ class Probe:
     def finish(self, why=""):
         pass
 
-os.register_at_fork(before=install._before_fork, after_in_parent=install._after_fork_in_parent,
+os.register_at_fork(before=install._before_fork, after_in_parent=install._release_sigterm,
                     after_in_child=install._after_fork_in_child)
 install.flush_on_sigterm(Probe())
 ended = []
