@@ -104,6 +104,56 @@ def test_cupti_detached_after_the_scheduled_window_and_later_signatures_still_pr
         assert call["kernel_us"]["n"] >= 8 and call["kernels"], (call["q_shape"], call["kernel_us"], captures)
 
 
+WINDOWS_AFTER_A_KEPT_CUPTI = """
+import json, time, torch
+from torch.autograd.profiler import record_function
+from sdpa_tui.watch.probe.kernels.bursts import MIN_BURST_CALLS, KernelBursts
+
+x = torch.randn(256, 256, device="cuda")
+windows = KernelBursts()
+
+def calls(n):
+    for _ in range(n):
+        with record_function("sdpa-tui#0"):
+            x @ x
+    torch.cuda.synchronize()
+
+def window(**stop):
+    deadline = time.monotonic() + 10
+    while windows.cupti.guarding(time.monotonic()):  # a teardown finishes in a CUDA call's exit
+        assert time.monotonic() < deadline
+        calls(1)
+    windows.due = True
+    windows.start(record_shapes=False)
+    calls(MIN_BURST_CALLS)
+    windows.stop(**stop)
+    windows.export_all()
+    return sum(1 for call in windows.read_next().reading.ranged if call.activities)
+
+calls(1)
+with_gpu_work = [window(), window(wanted_left=True, sampled=0), window(), window()]
+print(json.dumps({"with_gpu_work": with_gpu_work, "detached": windows.captures.detached}))
+"""
+
+
+def test_every_window_records_gpu_work_whether_the_last_kept_cupti_or_let_it_go():
+    """Windows as the probe runs them, through real Kineto: one that detaches CUPTI, a follow-up (a window spent on
+    first calls) that keeps it, then two that detach. Kineto tears an attached CUPTI down at a start that finds
+    ``TEARDOWN_CUPTI=1``: on an H200 the window after a follow-up recorded its calls and none of their GPU work."""
+    import subprocess
+
+    from support.watching import ENV
+
+    from sdpa_tui.watch.probe.kernels.bursts import MIN_BURST_CALLS
+
+    proc = subprocess.run([sys.executable, "-c", WINDOWS_AFTER_A_KEPT_CUPTI], capture_output=True, text=True,
+                          timeout=120, env=ENV, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["with_gpu_work"] == [MIN_BURST_CALLS] * 4, got
+    assert got["detached"] == 3, got
+
+
 def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_the_host_alone():
     """The lead watch reads (a CUDA event against an anchor, ``watch/probe/host_lead.py``) against an independent
     reading of the same thing: GPU work of a known length queued right after the anchor, the call made some host time

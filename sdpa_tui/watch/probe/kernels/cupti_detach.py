@@ -13,7 +13,10 @@ teardown (a short program with windows in quick succession hung on the H100). So
   does not keep CUPTI attached meanwhile: a training loop's evaluation did, for the rest of a 1-minute run),
   and removed for the stop of any other (``TEARDOWN_CUPTI`` set by the user is
   left as it is, and obeyed: ``1`` detaches after every window, anything else never does);
-- it is set again before any later start, so Kineto re-attaches its callbacks (its lazy re-init);
+- at a start it says ``1`` exactly when the last stop detached: Kineto re-attaches the callbacks a teardown removed
+  only while it says so (its lazy re-init), and a start that finds it ``1`` with CUPTI still attached begins a
+  teardown (the start resets the last trace, and the reset tears CUPTI down): the window then records no GPU work
+  at all (one window in six runs of a transformers Llama on an H200, after a follow-up window had kept CUPTI);
 - after a stop that detaches, no window starts for ``GUARD_S``, and the probe's background thread
   makes a CUDA runtime call meanwhile (``cudaGetDevice``: no context is created), so the teardown
   finishes even in a program that makes no CUDA call for a while.
@@ -43,12 +46,13 @@ class CuptiDetach:
         ours = os.environ.get(OURS) == "1"
         self.user_value = None if ours else os.environ.get(ENV)  # the user's own choice, obeyed and never changed
         self.detached_at: float | None = None
-        self._ever = False
+        self.torn_down = False  # the last stop detached CUPTI: the next start re-attaches it
 
     def before_start(self) -> None:
-        """Kineto re-attaches the callbacks it detached only while the variable says ``1``."""
-        if self.user_value is None and self._ever:
-            _set(True)
+        """The variable says ``1`` exactly when the last stop detached CUPTI: Kineto's start re-attaches what a teardown
+        removed only then, and tears an attached CUPTI down (in the window it starts) whenever it says ``1``."""
+        if self.user_value is None:
+            _set(self.torn_down)
 
     def before_stop(self, next_due_in_s: float | None, final: bool = False, wanted_soon: bool = False) -> bool:
         """Set the variable for this stop; True if Kineto will detach CUPTI after it. ``next_due_in_s``: when the
@@ -61,7 +65,7 @@ class CuptiDetach:
             detach = (not final and not wanted_soon
                       and (next_due_in_s is None or next_due_in_s >= DETACH_AFTER_S))
             _set(detach)
-            self._ever = self._ever or detach
+        self.torn_down = detach
         if detach:
             self.detached_at = time.monotonic()
         return detach

@@ -29,11 +29,28 @@ def test_detached_only_when_no_window_is_due_soon_and_never_after_the_last(clean
     assert policy.guarding(policy.detached_at)
     assert not policy.before_stop(DETACH_AFTER_S / 2)
     assert ENV not in os.environ, "a stop with a window due soon leaves CUPTI attached"
-    policy.before_start()
-    assert os.environ[ENV] == "1", "once detached, every start lets Kineto re-attach its callbacks"
     assert not policy.before_stop(DETACH_AFTER_S * 2, final=True), "no teardown thread is left waiting at exit"
     assert not policy.before_stop(DETACH_AFTER_S * 2, wanted_soon=True), "coverage windows follow closely"
     assert ENV not in os.environ
+
+
+def test_a_start_says_1_only_where_the_last_stop_detached_cupti(clean_env):
+    """Kineto reads the variable at a start twice: to re-attach the callbacks a teardown removed (only if ``1``), and,
+    resetting the last trace, to tear CUPTI down if it is attached (if ``1``). A start after a stop that kept CUPTI
+    attached must not say ``1``: on an H200 the window after a follow-up window (a detach before it) recorded its
+    16 calls' CPU side and no GPU work at all."""
+    policy = CuptiDetach()
+    policy.before_start()
+    assert ENV not in os.environ, "the first start: nothing to re-attach"
+    assert policy.before_stop(DETACH_AFTER_S * 2)
+    policy.before_start()
+    assert os.environ[ENV] == "1", "CUPTI was detached: the start re-attaches it"
+    assert not policy.before_stop(DETACH_AFTER_S * 2, wanted_soon=True)
+    policy.before_start()
+    assert ENV not in os.environ, "CUPTI still attached: a start saying 1 would tear it down inside the window"
+    assert policy.before_stop(DETACH_AFTER_S * 2)
+    policy.before_start()
+    assert os.environ[ENV] == "1"
 
 
 @pytest.mark.parametrize("value, detaches", [("1", True), ("0", False)])
