@@ -16,7 +16,7 @@ teardown (a short program with windows in quick succession hung on the H100). So
 - at a start it says ``1`` exactly when the last stop detached: Kineto re-attaches the callbacks a teardown removed
   only while it says so (its lazy re-init), and a start that finds it ``1`` with CUPTI still attached begins a
   teardown (the start resets the last trace, and the reset tears CUPTI down): the window then records no GPU work
-  at all (one window in six runs of a transformers Llama on an H200, after a follow-up window had kept CUPTI);
+  at all (in two of seven runs of a transformers Llama on an H200, the window after a follow-up that had kept CUPTI);
 - after a stop that detaches, no window starts for ``GUARD_S``, and the probe's background thread
   makes a CUDA runtime call meanwhile (``cudaGetDevice``: no context is created), so the teardown
   finishes even in a program that makes no CUDA call for a while.
