@@ -100,14 +100,17 @@ class ReadingSink:
         return entry
 
     def apply_window(self, window: WindowReading, captures: Captures) -> None:
-        """What one profiler window says of each entry; the window's GPU time and trouble to ``captures``."""
+        """What one profiler window says of each entry; the window's GPU time and trouble to ``captures``. A window
+        whose CUDA calls show no GPU work at all (CUPTI recorded nothing: a teardown inside it, for one) samples none
+        of them: their signatures stay wanted."""
         reading = window.reading
         if reading.untimed:
             captures.untimed += 1
         cuda = [call for call in reading.ranged if (entry := self._entry(call)) is not None and entry.cuda]
-        if cuda and not any(call.activities for call in cuda):
+        blind = bool(cuda) and not any(call.activities for call in cuda)
+        if blind:
             captures.no_gpu += 1
-        self.apply(reading)
+        self.apply(reading, gpu_seen=not blind)
         self.compiled_kernels.extend(k for k in window.compiled_kernels if k not in self.compiled_kernels)
         captures.gpu_us += reading.gpu_us
         self.readings += 1
@@ -119,11 +122,12 @@ class ReadingSink:
         except (IndexError, ValueError):
             return None
 
-    def apply(self, reading: ProfileReading) -> None:
+    def apply(self, reading: ProfileReading, gpu_seen: bool = True) -> None:
+        """``gpu_seen``: the window recorded GPU work (else its CUDA calls are not counted as sampled)."""
         for call in reading.ranged:
             entry = self._entry(call)
             if entry is not None:
-                self._add(entry, call, first=call.name.endswith(FIRST_SUFFIX))
+                self._add(entry, call, first=call.name.endswith(FIRST_SUFFIX), gpu_seen=gpu_seen)
         compiled = [e for e in self.entries if e.stats.compiled]
         seen: dict[tuple, int] = {}  # (graph run, shapes) → ops of those shapes in that run so far
         for call in reading.compiled:
@@ -131,7 +135,7 @@ class ReadingSink:
             if entry is not None:
                 entry.stats.backend = call.backend
                 entry.stats.decomposed = False  # the compiler kept (or made) an SDPA op after all
-                self._add(entry, call, first=False)
+                self._add(entry, call, first=False, gpu_seen=gpu_seen)
         for call in reading.compiled_backward:
             entry = _match(compiled, call, 1)
             if entry is not None:
@@ -153,7 +157,7 @@ class ReadingSink:
         seen[key] = k + 1
         return fitting[k % len(fitting)]
 
-    def _add(self, entry: Entry, call: ProfiledCall, first: bool) -> None:
+    def _add(self, entry: Entry, call: ProfiledCall, first: bool, gpu_seen: bool = True) -> None:
         stats = entry.stats
         stats.profiled_us += call.kernel_us + (call.backward_us or 0.0)
         if call.activities and not first:
@@ -166,7 +170,7 @@ class ReadingSink:
         if call.backward is not None:
             _add_backward(stats, call.backward_backend, call.backward_us if call.backward else None,
                           _names(ProfiledCall("", None, call.backward)), None if first else call.backward_lead_us)
-        if not first:
+        if not first and (gpu_seen or not entry.cuda):
             entry.profiled += 1
         if entry.profiled >= entry.needed:
             entry.wanted = False

@@ -58,6 +58,27 @@ def test_a_window_whose_gpu_records_came_back_untimed_gives_no_call_a_time():
     assert captures.untimed == 1 and entry.profiled == 0 and entry.wanted and entry.stats.kernel_us == []
 
 
+def test_a_window_that_recorded_no_gpu_work_samples_none_of_its_cuda_calls():
+    """On an H200 a window whose start had torn CUPTI down recorded its 16 calls' ranges and no GPU record: those
+    calls are no samples, and their signature stays wanted (a later window times it); the report counts the window."""
+    from sdpa_tui.core.traces.call_profile import Activity, ProfiledCall, ProfileReading
+    from sdpa_tui.core.traces.window_reading import WindowReading
+    from sdpa_tui.watch.probe.kernels.profile_readings import WANTED_SAMPLES, ReadingSink
+
+    sink = ReadingSink()
+    sig = CallSignature(q_shape=(8, 16, 512, 128), kv_shape=(8, 16, 512, 128), dtype="torch.bfloat16", device="cuda:0")
+    entry = sink.add(CallStats(sig), cuda=True)
+    captures = Captures()
+    blind = [ProfiledCall("sdpa-tui#0", "CUDNN_ATTENTION") for _ in range(2 * WANTED_SAMPLES)]
+    sink.apply_window(WindowReading(ProfileReading(blind, [], [], 0.0)), captures)
+    assert captures.no_gpu == 1 and entry.profiled == 0 and entry.wanted and entry.stats.kernel_us == []
+    timed = [ProfiledCall("sdpa-tui#0", "CUDNN_ATTENTION", [Activity("cudnn_generated_fort_native_sdpa", 31.8)])
+             for _ in range(WANTED_SAMPLES)]
+    sink.apply_window(WindowReading(ProfileReading(timed, [], [], 254.4)), captures)
+    assert captures.no_gpu == 1 and entry.profiled == WANTED_SAMPLES and not entry.wanted
+    assert entry.stats.kernel_us == [31.8] * WANTED_SAMPLES
+
+
 def test_the_helper_process_reads_a_window_as_this_process_does(capsys):
     from sdpa_tui.watch.probe.kernels import window_files
 
