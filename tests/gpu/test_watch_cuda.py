@@ -118,11 +118,14 @@ def calls(n):
             x @ x
     torch.cuda.synchronize()
 
-def window(**stop):
+def settle():
     deadline = time.monotonic() + 10
     while windows.cupti.guarding(time.monotonic()):  # a teardown finishes in a CUDA call's exit
         assert time.monotonic() < deadline
         calls(1)
+
+def window(**stop):
+    settle()
     windows.due = True
     windows.start(record_shapes=False)
     calls(MIN_BURST_CALLS)
@@ -132,6 +135,7 @@ def window(**stop):
 
 calls(1)
 with_gpu_work = [window(), window(wanted_left=True, sampled=0), window(), window()]
+settle()  # no teardown left waiting at exit
 print(json.dumps({"with_gpu_work": with_gpu_work, "detached": windows.captures.detached}))
 """
 
