@@ -38,8 +38,6 @@ def _watch_compile(probe: Probe, rebind: Rebindings) -> None:
 _installed: list[Probe] = []
 _fork_hook: list[bool] = []
 _on_sigterm: list = []  # watch's SIGTERM handler, once set (``flush_on_sigterm``)
-
-
 _fork_signals = threading.local()  # per forking thread: did _before_fork block SIGTERM?
 
 
