@@ -6,7 +6,8 @@ transformers, so its start-up is short and a 10-s program is mostly training ste
 (``large``, about 59 ms a step on an H100) spent 11 to 15 s there before its first step, so its "10-s" program was
 the benchmark's floor of 3 steps, its start-up measured and not a short training run; it stays the program of the
 longer targets (a transformers user's program, about 40 s of steps in a minute on an H100, comparable with the H100
-runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size gets one plain calibration run: its steady step
+runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size first runs each variant once, a few steps, left out
+(a fresh machine's first run reads torch from disk), then one plain calibration run: its steady step
 (the median step after the first two: the first steps' warm-up, 2.5 s on an H100 for ``large``, left out) and what
 the command takes besides its steps at that pace (start-up, warm-up, exit); each target (``--seconds``, e.g. 10 and
 60) then gets the number of steps that makes the plain command last that long, and runs plain and watched in
@@ -140,9 +141,27 @@ def sizing(calibration: dict) -> dict:
             "besides_steps_s": calibration["wall_s"] - calibration["steps"] * steady_s}
 
 
+FLOOR_STEPS = 3
+
+
+def fitted_steps(target_s: float, sized: dict) -> int:
+    """The steps that make the plain command last ``target_s`` at the steady step (none or fewer where the command's
+    start-up and exit alone take that long)."""
+    return round((target_s - sized["besides_steps_s"]) / (sized["steady_step_ms"] / 1e3))
+
+
 def target_steps(target_s: float, sized: dict) -> int:
-    """The steps that make the plain command last ``target_s`` at the steady step (3 at least)."""
-    return max(3, round((target_s - sized["besides_steps_s"]) / (sized["steady_step_ms"] / 1e3)))
+    """``fitted_steps``, ``FLOOR_STEPS`` at least."""
+    return max(FLOOR_STEPS, fitted_steps(target_s, sized))
+
+
+def start_up_note(target_s: float, sized: dict) -> str | None:
+    """Where the plain command's start-up and exit leave the target no room for its steps: what its number is then."""
+    if fitted_steps(target_s, sized) >= FLOOR_STEPS:
+        return None
+    return (f"~{target_s:g} s: the plain command took {sized['besides_steps_s']:.2f} s besides its steps on this machine, "
+            f"so the target runs the floor of {FLOOR_STEPS} steps: its added time is the start-up's and the first steps', "
+            f"not a {target_s:g}-s training run's (a longer --seconds gives one)")
 
 
 def device_tag(device_name: str | None) -> str:
@@ -214,6 +233,8 @@ def main() -> int:
                         f"target, comma-separated (default: on cuda decoder under {LARGE_FROM_S:g} s, large from there; "
                         "tiny on cpu)")
     parser.add_argument("--advice", action="store_true", help="add the default command (advice measured after exit)")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="calibrate on the first run (by default each variant runs once first, left out)")
     parser.add_argument("--timeout", type=float, default=600.0, help="one run's limit in seconds")
     parser.add_argument("--json", help="where the result goes (default: benchmarks/results/…)")
     args = parser.parse_args()
@@ -233,6 +254,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         variants = commands(os.path.join(tmp, "calls.json"), args.advice)
         for size in dict.fromkeys(sizes):
+            # each variant once, a few steps, left out: on a fresh machine the first run reads torch's libraries
+            # from disk (the 2026-11-28 H200's first calibration took 9.0 s to its first step, 3.4 s later), which
+            # sized the 10-s target at 3 steps
+            for name in (variants if args.warm_up else ()):
+                got = run_once(variants[name], 3, size, args, tmp)
+                result.setdefault("warm_ups", []).append({"size": size, "variant": name, "wall_s": got["wall_s"]})
+                print(f"warm-up, {size}, {name}: {got['wall_s']:.2f} s wall (left out)", flush=True)
             calibration = run_once([], CALIBRATION_STEPS[size], size, args, tmp)
             sized = sizing(calibration)
             result["calibrations"][size] = {**calibration, **sized}
@@ -253,10 +281,13 @@ def main() -> int:
                     print(f"~{target:g} s, round {r}: {name}: {got['wall_s']:.2f} s wall, {got['program_s']:.2f} s "
                           f"in the program, median step {got['median_step_ms']:.2f} ms{extra}", flush=True)
             summary = summarise(runs)
+            note = start_up_note(target, result["calibrations"][size])
             print(table(target, steps, size, summary), flush=True)
             print(phases_table(summary), flush=True)
+            if note:
+                print(f"note: {note}", flush=True)
             result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": count,
-                                      "summary": summary, "runs": runs})
+                                      "start_up_fills_target": note is not None, "summary": summary, "runs": runs})
     write_result(result, args.json, f"watch-program-cost-{device_tag(result['gpu'])}-{started.date()}.json")
     return 0
 

@@ -32,6 +32,9 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     result = json.loads(out.read_text())
     assert result["device"] == "cpu" and result["command"][0] == "watch_program_cost.py"
     assert result["gpu"] is None and list(result["calibrations"]) == ["tiny"]
+    # each variant ran once before the calibration, a few steps, and is not among the target's runs
+    assert [(w["size"], w["variant"]) for w in result["warm_ups"]] == [("tiny", "plain"), ("tiny", "watched")]
+    assert "warm-up, tiny, watched" in proc.stdout
     calibration = result["calibrations"]["tiny"]
     assert calibration["steps"] == 5
     assert calibration["steady_step_ms"] == calibration["median_step_ms"]
@@ -135,3 +138,23 @@ def test_a_target_is_sized_from_the_steady_step_not_from_a_mean_holding_the_warm
                                            ("NVIDIA A100-SXM4-80GB", "cuda"), (None, "cpu")])
 def test_the_results_file_is_named_after_the_gpu_that_ran_it(name, tag):
     assert runpy.run_path(str(SCRIPT))["device_tag"](name) == tag
+
+
+H200_RUNS = REPO / "docs" / "lab-notes" / "measurements"
+
+
+@pytest.mark.parametrize(("recorded", "fills"), [
+    (REPO / "benchmarks" / "results" / "watch-program-cost-h200-2026-11-28-s24.json", False),
+    (H200_RUNS / "h200-2026-11-28-s25" / "watch-program-cost-h200-decoder-8-rounds.json", True)])
+def test_a_target_that_the_start_up_fills_is_said_to_measure_the_start_up(recorded, fills):
+    """Two H200 starts of 2026-11-28 sized the 10-s decoder target: one's calibration took 8.9 s besides its steps
+    (105 steps fitted in the rest), the other's 10.7 s (more than the target: the floor of 3 steps). The second is
+    named for what it measures."""
+    benchmark = runpy.run_path(str(SCRIPT))
+    result = json.loads(recorded.read_text())
+    sized = benchmark["sizing"](result["calibrations"]["decoder"])
+    note = benchmark["start_up_note"](10, sized)
+    assert (note is not None) == fills
+    assert (benchmark["target_steps"](10, sized) == benchmark["FLOOR_STEPS"]) == fills
+    if fills:
+        assert f"{sized['besides_steps_s']:.2f} s besides its steps" in note and "not a 10-s training run" in note
