@@ -22,10 +22,10 @@ own budget, not watch's cost on the program; ``--advice`` adds the default comma
 Per run: the wall time of the whole command (from its start to its exit: what the user pays), the program's own time
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
-as the ratio of the medians and per round (each watched run against the plain run beside it). A table on stdout,
-JSON (each size's calibration under ``calibrations``, each target with its size, steps and runs) to ``--json``
-(default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as the program found it:
-h100 or h200 where the GPU's name says so, else cuda; cpu).
+as the ratio of the medians and per round (each watched run against the plain run beside it: their median and
+spread). A table on stdout, JSON (each size's calibration under ``calibrations``, each target with its size, steps
+and runs) to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as
+the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu).
 
     python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size decoder,large
     python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size decoder --seconds 3 --rounds 1 --json out.json
@@ -199,7 +199,7 @@ def table(target: float, steps: int, size: str, summary: dict) -> str:
         return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
 
     lines = [f"~{target:g}-s program ({steps} steps, {size}): medians [min-max]",
-             f"{'variant':<17} {'wall s':>22} {'added':>8} {'per round':>18} {'program s':>22} {'added':>8} "
+             f"{'variant':<17} {'wall s':>22} {'added':>8} {'per round, median [min..max]':>30} {'program s':>22} {'added':>8} "
              f"{'step ms':>24} {'added':>8} {'windows':>8} {'windows cost s':>20}"]
     for name, row in summary.items():
         def added(key: str) -> str:
@@ -207,9 +207,9 @@ def table(target: float, steps: int, size: str, summary: dict) -> str:
 
         def rounds(key: str) -> str:
             if key not in row:
-                return f"{'':>18}"
+                return f"{'':>30}"
             s = row[key]["per_round"]
-            return f"{s['min']:+.1f}..{s['max']:+.1f}%".rjust(18)
+            return f"{s['median']:+.1f}% [{s['min']:+.1f}..{s['max']:+.1f}]".rjust(30)
 
         windows = f"{row['windows']['median']:>8g}" if "windows" in row else f"{'':>8}"
         cost = cell(row["windows_cost_s"], ".2f").rjust(20) if "windows_cost_s" in row else f"{'':>20}"

@@ -52,7 +52,9 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     watched_wall = sorted(r["wall_s"] for r in runs["watched"])
     expected = (sum(watched_wall) / 2) / (sum(plain_wall) / 2) - 1  # the median of two is their mean
     assert watched["wall_s_added_pct"]["of_medians"] == pytest.approx(expected * 100)
-    assert watched["wall_s_added_pct"]["per_round"]["n"] == 2
+    per_round = watched["wall_s_added_pct"]["per_round"]
+    assert per_round["n"] == 2
+    assert f"{per_round['median']:+.1f}% [{per_round['min']:+.1f}..{per_round['max']:+.1f}]" in proc.stdout
     assert "~1-s program" in proc.stdout and "watched" in proc.stdout
     phases = ("before_program_s", "torch_import_s", "device_s", "build_s", "loop_s", "after_s")
     for run in runs["plain"] + runs["watched"]:  # the command's wall time, split at the program's own clock
