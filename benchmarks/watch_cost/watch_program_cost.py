@@ -6,8 +6,8 @@ transformers, so its start-up is short and a 10-s program is mostly training ste
 (``large``, about 59 ms a step on an H100) spent 11 to 15 s there before its first step, so its "10-s" program was
 the benchmark's floor of 3 steps, its start-up measured and not a short training run; it stays the program of the
 longer targets (a transformers user's program, about 40 s of steps in a minute on an H100, comparable with the H100
-runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size first runs each variant once, a few steps, left out
-(a fresh machine's first run reads torch from disk), then one plain calibration run: its steady step
+runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size first runs each variant once, a few
+steps, left out (a fresh machine's first run reads torch from disk), then one plain calibration run: its steady step
 (the median step after the first two: the first steps' warm-up, 2.5 s on an H100 for ``large``, left out) and what
 the command takes besides its steps at that pace (start-up, warm-up, exit); each target (``--seconds``, e.g. 10 and
 60) then gets the number of steps that makes the plain command last that long, and runs plain and watched in
@@ -255,8 +255,8 @@ def main() -> int:
         variants = commands(os.path.join(tmp, "calls.json"), args.advice)
         for size in dict.fromkeys(sizes):
             # each variant once, a few steps, left out: on a fresh machine the first run reads torch's libraries
-            # from disk (the 2026-11-28 H200's first calibration took 9.0 s to its first step, 3.4 s later), which
-            # sized the 10-s target at 3 steps
+            # from disk (a fresh H200's first calibration, 2026-11-28, took 12.7 s besides its steps, the runs after
+            # it 8.2 to 9.3 s), which sized the 10-s target at 3 steps
             for name in (variants if args.warm_up else ()):
                 got = run_once(variants[name], 3, size, args, tmp)
                 result.setdefault("warm_ups", []).append({"size": size, "variant": name, "wall_s": got["wall_s"]})

@@ -18,7 +18,8 @@ from support.watching import ENV, watch
 ROOT = REPO
 SCRIPT = BENCHMARKS / "watch_cost" / "watch_program_cost.py"
 PROGRAM = PROGRAMS / "training.py"
-H100_RUN = REPO / "docs" / "lab-notes" / "measurements" / "h100-2026-11-27-s18" / "watch-program-cost.json"
+MEASUREMENTS = REPO / "docs" / "lab-notes" / "measurements"
+H100_RUN = MEASUREMENTS / "h100-2026-11-27-s18" / "watch-program-cost.json"
 
 pytestmark = pytest.mark.torch_range
 
@@ -142,12 +143,9 @@ def test_the_results_file_is_named_after_the_gpu_that_ran_it(name, tag):
     assert runpy.run_path(str(SCRIPT))["device_tag"](name) == tag
 
 
-H200_RUNS = REPO / "docs" / "lab-notes" / "measurements"
-
-
 @pytest.mark.parametrize(("recorded", "fills"), [
     (REPO / "benchmarks" / "results" / "watch-program-cost-h200-2026-11-28-s24.json", False),
-    (H200_RUNS / "h200-2026-11-28-s25" / "watch-program-cost-h200-decoder-8-rounds.json", True)])
+    (MEASUREMENTS / "h200-2026-11-28-s25" / "watch-program-cost-h200-decoder-8-rounds.json", True)])
 def test_a_target_that_the_start_up_fills_is_said_to_measure_the_start_up(recorded, fills):
     """Two H200 starts of 2026-11-28 sized the 10-s decoder target: one's calibration took 8.9 s besides its steps
     (105 steps fitted in the rest), the other's 10.7 s (more than the target: the floor of 3 steps). The second is
