@@ -9,7 +9,9 @@
 # (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
 # plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
 # kept. PART=parts: watch's cost on the decoder with one part of the probe switched off at a time
-# (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds). PART=check-cost: the forward check and the gradient
+# (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds of STEPS steps, VARIANTS; KEEP=1 keeps each window's log).
+# PART=start: where watch's start goes (scripts/diagnostics/diag_watch_start.py, ROUNDS rounds, the imports' times
+# besides). PART=check-cost: the forward check and the gradient
 # comparison on the decoder's call, cold and warm (scripts/diagnostics/diag_check_cost.py). PART=shots: the watch
 # screenshots. Writes $OUT/res.tgz.
 source scripts/gpu/gpu-env.sh
@@ -35,7 +37,11 @@ case $PART in
       --device cuda --rounds ${ROUNDS:-3} ;;
   parts)
     echo "=== the probe's parts"; timeout ${LIMIT:-500} python3 scripts/diagnostics/diag_watch_parts.py --device cuda \
-      --rounds ${ROUNDS:-3} ${VARIANTS:+--variants $VARIANTS} ;;
+      --rounds ${ROUNDS:-3} --steps ${STEPS:-3} ${VARIANTS:+--variants $VARIANTS} \
+      ${KEEP:+--keep-windows $OUT/r/windows-kept} ;;
+  start)
+    echo "=== watch's start"; timeout ${LIMIT:-300} python3 scripts/diagnostics/diag_watch_start.py --device cuda \
+      --rounds ${ROUNDS:-6} --import-times $OUT/r/import-times ;;
   check-cost)
     echo "=== the checks, cold and warm"; timeout ${LIMIT:-300} python3 scripts/diagnostics/diag_check_cost.py --device cuda \
       --rounds ${ROUNDS:-3} ;;

@@ -53,15 +53,15 @@ def main(argv: list[str]) -> int:
             sys.argv = list(argv)
             _run_script(argv[0], source)
     except SystemExit:
-        probe.finish()
+        probe.finish(at_exit=True)
         raise
     except BaseException as exc:
         exc.with_traceback(_program_frames(exc.__traceback__))
-        probe.finish(format_exception(exc))
+        probe.finish(format_exception(exc), at_exit=True)
         sys.excepthook(type(exc), exc, exc.__traceback__)  # what python does with an uncaught exception
         sys.excepthook = _printed  # the re-raise then only gives python's exit (1, or SIGINT's)
         raise
-    probe.finish()
+    probe.finish(at_exit=True)
     return 0
 
 

@@ -139,7 +139,7 @@ def flush_on_sigterm(probe: Probe) -> None:
             return
 
         def on_term(signum, frame):
-            probe.finish("terminated by SIGTERM")
+            probe.finish("terminated by SIGTERM", at_exit=True)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
 

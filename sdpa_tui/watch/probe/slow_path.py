@@ -28,6 +28,7 @@ from ...core.traces.window_reading import FIRST_SUFFIX, GRAPH_PREFIX, RANGE_PREF
 from ..states.state_socket import REPRO_DIR_ENV, StateSender
 from .checks import output_check, repro
 from .checks.gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
+from .checks.held_checks import HeldChecks
 from .explain import choice, origin, padding
 from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
@@ -74,8 +75,11 @@ class Probe:
         self._finished_pid = -1
         self.error = ""
         self.environment = EnvironmentReadings()  # read at start by install(), at the end by finish()
+        self.held = HeldChecks()  # checks due while a window records, run once it has stopped
+        self.owed_checks: set[int] = set()  # entries whose held forward check could not run: their next call's is
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
+        self.gradients.held = self.held
         self.nested = nested_calls()  # SDPA on nested tensors: counted, handed to torch untouched
         # calls counted but not inspected (uninspected.py): SDPA inside C++, on nested tensors
         self.uninspected: list[UninspectedCalls] = [self.nested]
@@ -165,9 +169,9 @@ class Probe:
                     out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
                 if entry.gradients is not None:
                     self.backwards.expect(entry.index, out)
-                if output_check.due(entry.count, entry.stats.check):  # outside the range: not the call's kernels
-                    output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal,
-                                              scale, gqa)
+                if output_check.due(entry.count, entry.stats.check, entry.index in self.owed_checks):
+                    self.owed_checks.discard(entry.index)
+                    self.check_after_window(entry, out, q, k, v, mask, dropout_p, causal, scale, gqa)
                 return out
         return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
 
@@ -196,10 +200,23 @@ class Probe:
             keep_sample(entry.stats.host_us, us)
         if padding.due(count, entry.stats):  # after the timing: not the call's time
             padding.read_lengths(entry.stats, mask)
-        if check and output_check.due(count, entry.stats.check):  # after the timing: not the call's time
+        if check and output_check.due(count, entry.stats.check, entry.index in self.owed_checks):  # after the timing
+            self.owed_checks.discard(entry.index)
             output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)
         return out
+
+    def check_after_window(self, entry, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
+        """A call in a window is due its forward check: held until the window stops (``held_checks.py``), or now
+        where it cannot be held."""
+        check = entry.stats.check
+
+        def run() -> None:
+            output_check.check_output(check, out, q, k, v, mask, dropout_p, causal, scale, gqa)
+
+        capturing = isinstance(out, torch.Tensor) and out.is_cuda and torch.cuda.is_current_stream_capturing()
+        if capturing or not self.held.hold(run, (out, q, k, v, mask), lambda: self.owed_checks.add(entry.index)):
+            run()
 
     def save_repro(self, state: SignatureGradients, tensors: CallTensors) -> str:
         """A flagged call's repro folder, under the directory ``watch`` named; "" when none was named."""
@@ -234,6 +251,7 @@ class Probe:
                 bursts.stop(wanted_left=not covered, sampled=sum(self.in_burst.values()))
                 if torch.cuda.is_initialized():  # the stop waited for the GPU: the host's and its clocks meet
                     self.leads.anchor_now(list(self.entries))
+                self.held.release()
                 self.special = bursts.due
         elif bursts.due:
             self.in_burst.clear()
@@ -241,6 +259,8 @@ class Probe:
             self.backwards.new_window()
             self.leads.pause()
             bursts.start(record_shapes=any(e.stats.compiled for e in self.entries))  # compiled ops match by shapes
+            if bursts.active:
+                self.held.begin()
             self.special = bursts.active
         else:
             self.special = False
@@ -318,14 +338,15 @@ class Probe:
             except Exception:  # noqa: BLE001 - the probe never takes the program down
                 pass
 
-    def collect(self) -> None:
-        """Export stopped windows (before any other may start), then read them."""
+    def collect(self, in_process: bool = False) -> None:
+        """Export stopped windows (before any other may start), then read them (``in_process``: here, not in a
+        helper process)."""
         bursts = self.bursts
         bursts.export_all()
         while bursts.exported:
             t0 = time.monotonic()
             try:
-                self.sink.apply_window(bursts.read_next(), bursts.captures)
+                self.sink.apply_window(bursts.read_next(in_process), bursts.captures)
             except Exception as exc:  # noqa: BLE001 - said in the report; the next window is read
                 bursts.captures.failed("read", exc)
             bursts.captures.read_s += time.monotonic() - t0
@@ -357,9 +378,11 @@ class Probe:
         self._last_sent = fingerprint
         self.sender.send(self.state(final))
 
-    def finish(self, error: str = "") -> None:
+    def finish(self, error: str = "", at_exit: bool = False) -> None:
         """At the program's end (or crash): last burst stopped and read, the final state sent. Once: the
-        bootstrap and the start-up hook's ``atexit`` may both call it."""
+        bootstrap and the start-up hook's ``atexit`` may both call it. ``at_exit``: the process is ending (the
+        program has finished), so the last windows are read in this process (``window_files.py``); a block of the
+        Python API ends with the program going on."""
         self.error = error or self.error
         if self._finished_pid == os.getpid():
             return
@@ -373,8 +396,9 @@ class Probe:
         try:
             if self.bursts.active:
                 self.bursts.stop(final=True)
+            self.held.release()
             self.leads.collect(wait=True)
-            self.collect()
+            self.collect(in_process=at_exit)
             self.gradients.poll(self.gradient_states(), wait=True)
         except Exception:  # noqa: BLE001
             pass
@@ -395,8 +419,11 @@ class Probe:
         self.since_short = None
         self.backwards = WindowBackwards()
         self.rank = RankInfo()
+        self.held = HeldChecks()
+        self.owed_checks = set()
         self.gradients = GradientSentinel()
         self.gradients.on_flagged = self.save_repro
+        self.gradients.held = self.held
         self.leads = LeadClock()
         self.flag_state.after_fork_in_child()
         start_over(self.uninspected)

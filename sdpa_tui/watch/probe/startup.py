@@ -70,7 +70,7 @@ def _install() -> None:
         if not path:
             return
         probe = install(StateSender(path))
-        atexit.register(probe.finish)
+        atexit.register(probe.finish, at_exit=True)
         flush_on_sigterm(probe)
         previous = sys.excepthook
 

@@ -11,7 +11,8 @@ At each sampled backward the sentinel counts, on the device, the non-finite elem
 probe's background thread when the event has passed: no sync per call. A NaN is blamed where it began: the
 inputs, then the upstream gradient, else the backend's backward. At the first sample and then as the forward
 check samples (``output_check.due``), the gradients are also compared with float64 math on the same tensors
-(``gradient_reference.py``; that sample waits for the GPU, as the forward check does).
+(``gradient_reference.py``; that sample waits for the GPU, as the forward check does). One due while a profiler
+window records is compared once the window has stopped (``held_checks.py``).
 
 A sample whose backward is flagged keeps its tensors (by reference, at most ``KEEP_BYTES``) until it is read,
 and the first flagged sample of a signature is saved as a repro folder (``repro.py``).
@@ -26,6 +27,7 @@ import torch
 
 from ....core.calls.gradient_check import GRADIENTS, TOLERANCE, GradientCheck
 from . import gradient_reference, output_check
+from .held_checks import HeldChecks
 
 SAMPLE_FIRST = 32
 """A signature's first calls are all sampled: one training step's layers share a signature, and the backward runs
@@ -79,6 +81,7 @@ class SignatureGradients:
     check: GradientCheck = field(default_factory=GradientCheck)
     pending: list[_Pending] = field(default_factory=list)
     sync_next: bool = False  # a flagged sample was too large to keep: the next is read at once and saved
+    compare_owed: bool = False  # a held comparison's tensors changed before it ran: the next sample compares
     saved: bool = False
     owner: object = None  # the probe's entry of the signature
 
@@ -119,6 +122,10 @@ class _Sample:
         self.sentinel.sampled(self.state, self.tensors, self.compare)
 
 
+def _tensors(t: CallTensors) -> tuple:
+    return (t.q, t.k, t.v, t.mask, t.grad_out, *t.grads)
+
+
 def _nonfinite_counts(t: "CallTensors") -> torch.Tensor:
     """dq, dk, dv, grad_out, q + k + v: how many elements of each are NaN or Inf (a gradient not computed: 0),
     as one int64 tensor on the call's device, computed there."""
@@ -137,16 +144,18 @@ class GradientSentinel:
         self._lock = threading.Lock()
         self.version = 0  # bumped when a check changes: the probe sends its state again
         self.on_flagged = None  # (state, tensors) -> repro folder path or ""; set by the probe
+        self.held: HeldChecks | None = None  # the probe's: a comparison due while a window records waits for its stop
 
     # -- on the calling thread, at a sampled forward -------------------------------------------
     def wrap(self, state: SignatureGradients, count: int, q, k, v, mask, dropout_p, causal, scale, gqa):
         """The views to call SDPA with and the function to give its output to, or None when not sampled."""
-        if not due(count) or not (q.requires_grad or k.requires_grad or v.requires_grad):
+        compare = (count == 1 or not count & (output_check.CHECK_EVERY - 1) or state.compare_owed) \
+            and not dropout_p and state.check.compared < output_check.MAX_CHECKS
+        if not (due(count) or compare) or not (q.requires_grad or k.requires_grad or v.requires_grad):
             return None
         if q.is_cuda and torch.cuda.is_current_stream_capturing():  # the counts would be copied at replay
             return None
-        compare = (count == 1 or not count & (output_check.CHECK_EVERY - 1)) and not dropout_p \
-            and state.check.compared < output_check.MAX_CHECKS
+        state.compare_owed = False
         tensors = CallTensors(q.detach(), k.detach(), v.detach(), None if mask is None else mask.detach(),
                               float(dropout_p), bool(causal), scale, bool(gqa))
         sample = _Sample(self, state, tensors, compare)
@@ -167,6 +176,9 @@ class GradientSentinel:
             for g, x in zip(GRADIENTS, t.grads):
                 if isinstance(x, torch.Tensor):
                     c.elements.setdefault(g, x.numel())
+        if compare and self.held is not None and self.held.hold(
+                lambda: self._read_and_compare(state, counts, t), _tensors(t), lambda: self._owe(state)):
+            return  # a window is recording: compared once it has stopped
         immediate = compare or state.sync_next or not t.q.is_cuda
         if immediate:
             if self._read(state, counts.tolist(), t) and compare:
@@ -181,6 +193,17 @@ class GradientSentinel:
         event.record()
         with self._lock:
             state.pending.append(_Pending(host, event, keep))
+
+    def _read_and_compare(self, state: SignatureGradients, counts: torch.Tensor, t: CallTensors) -> None:
+        try:
+            if self._read(state, counts.tolist(), t):
+                self._compare(state, t)
+        except Exception as exc:  # noqa: BLE001 - as in the backward: said in the check
+            self.failed(state, exc)
+
+    def _owe(self, state: SignatureGradients) -> None:
+        """A held comparison's tensors changed before it could run: the signature's next sample compares."""
+        state.compare_owed = True
 
     def _compare(self, state: SignatureGradients, t: CallTensors) -> None:
         c = state.check

@@ -1,6 +1,7 @@
 """A sampled check of a watched program's SDPA outputs: the call's output against SDPA in float64 with MATH on
 copies of the same inputs, at a signature's first call and then every ``CHECK_EVERY``-th, at most ``MAX_CHECKS``
-times. A NaN or Inf in the output is flagged at once. The reference is computed in blocks (a batch element, the
+times (one due while a profiler window records runs once the window has stopped: ``held_checks.py``). A NaN or
+Inf in the output is flagged at once. The reference is computed in blocks (a batch element, the
 query heads of one key/value head, a band of query rows) of at most ``BLOCK_BYTES`` of float64 scores, so a real
 shape is checked without the float64 score matrix of the whole call in memory. Query rows whose every key is
 masked are not compared: backends disagree there (float64 MATH writes 0; cuDNN wrote values up to 0.19 on the
@@ -28,8 +29,10 @@ MAX_SCORES = {"cuda": 1 << 33, "cpu": 1 << 25}
 far slower on a CPU (watch_check_cost.py measures what a check costs; docs/lab-notes/watch-truth.md)."""
 
 
-def due(count: int, check: OutputCheck) -> bool:
-    return (count == 1 or not count & (CHECK_EVERY - 1)) and check.samples < MAX_CHECKS and not check.note
+def due(count: int, check: OutputCheck, owed: bool = False) -> bool:
+    """Is this call (the signature's ``count``-th) checked? ``owed``: a check held for a window could not run (its
+    tensors changed first, ``held_checks.py``), so this call is."""
+    return (owed or count == 1 or not count & (CHECK_EVERY - 1)) and check.samples < MAX_CHECKS and not check.note
 
 
 def reference(q, k, v, mask, causal, scale, gqa):

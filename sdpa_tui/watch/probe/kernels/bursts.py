@@ -246,9 +246,10 @@ class KernelBursts:
             finally:
                 self.finished.pop(0)
 
-    def read_next(self) -> WindowReading:
-        """Background thread: read the oldest exported window (``window_files``)."""
-        return read(self.exported.pop(0))
+    def read_next(self, in_process: bool = False) -> WindowReading:
+        """Background thread (or the process's end, ``in_process``): read the oldest exported window
+        (``window_files``)."""
+        return read(self.exported.pop(0), in_process)
 
 
 def _start(profiler) -> None:

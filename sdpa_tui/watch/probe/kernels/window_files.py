@@ -4,7 +4,9 @@ The export must happen before the next window starts: a Kineto result exported a
 profiler session has started comes back with every GPU and runtime record untimed (ts and dur 0;
 seen on the H100 with torch 2.11, CUDA 13.0: ``docs/lab-notes/watch-truth.md``), so
 :class:`bursts.KernelBursts` exports the last window before it starts the next. The reading itself runs in
-a helper process (``core/traces/window_reading.py``), off the program's GIL.
+a helper process (``core/traces/window_reading.py``), off the program's GIL; at the process's end (the program has
+finished) in the process itself, where the helper's start (a Python process and its imports, about 0.1 s on the
+2-core VM) would only add to the program's exit.
 
 With ``SDPA_TUI_KEEP_TRACES=DIR`` each window's trace is kept in DIR, and its start, stop and
 reading are logged in ``DIR/windows-<pid>.log`` (to open in Perfetto when a reading looks wrong).
@@ -50,11 +52,11 @@ def export(profiler) -> str:
     return path
 
 
-def read(path: str) -> WindowReading:
-    """The window in the trace at ``path``, read in a helper process (in this one if the helper cannot run);
-    the file is removed unless traces are kept."""
+def read(path: str, in_process: bool = False) -> WindowReading:
+    """The window in the trace at ``path``, read in a helper process (in this one with ``in_process``, or if the
+    helper cannot run); the file is removed unless traces are kept."""
     try:
-        window = _read(path)
+        window = read_window(load_trace(path)) if in_process else _read(path)
     finally:
         if not os.environ.get(KEEP_TRACES_ENV):
             os.unlink(path)

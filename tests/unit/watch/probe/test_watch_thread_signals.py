@@ -67,7 +67,7 @@ import os, signal, sys
 from sdpa_tui.watch.probe import install
 
 class Probe:
-    def finish(self, why=""):
+    def finish(self, why="", at_exit=False):
         pass
 
 os.register_at_fork(before=install._before_fork, after_in_parent=install._release_sigterm,
@@ -104,7 +104,7 @@ import os, signal, sys, time
 from sdpa_tui.watch.probe import install
 
 class Probe:
-    def finish(self, why=""):
+    def finish(self, why="", at_exit=False):
         pass
 
 os.register_at_fork(before=install._before_fork, after_in_parent=install._release_sigterm,

@@ -95,3 +95,29 @@ def test_the_reader_imports_no_torch():
     code = ("import sys; import sdpa_tui.core.traces.window_reading; "
             "sys.exit(1 if 'torch' in sys.modules or 'textual' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+@pytest.mark.parametrize("at_exit", [True, False])
+def test_a_window_left_at_the_programs_end_is_read_in_the_process_not_a_helper(monkeypatch, tmp_path, at_exit):
+    """The program has finished: a helper's start (a Python process, its imports) would only lengthen its exit. A
+    block of the Python API ends with the program going on: its last window is read off the program's GIL, as every
+    other window is."""
+    import gzip
+    import subprocess
+
+    from sdpa_tui.watch.probe.kernels import window_files
+    from sdpa_tui.watch.probe.slow_path import Probe
+
+    spawned = []
+    helper_run = subprocess.run
+    monkeypatch.setattr(window_files.subprocess, "run", lambda *a, **k: spawned.append(a) or helper_run(*a, **k))
+    trace = tmp_path / "window.json"
+    trace.write_bytes(gzip.decompress(EFFICIENT.read_bytes()))
+    probe = Probe(None)
+    for _ in range(4):  # the trace's calls are entry 3's
+        probe.sink.add(CallStats(CallSignature((1, 8, 1024, 256), (1, 8, 1024, 256), "torch.bfloat16", "cuda:0")),
+                       cuda=True)
+    probe.bursts.exported.append(str(trace))
+    probe.finish(at_exit=at_exit)
+    assert (len(spawned), probe.sink.readings) == (0 if at_exit else 1, 1)
+    assert len(probe.entries[3].stats.kernel_us) == 15
