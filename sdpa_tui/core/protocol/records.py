@@ -50,6 +50,9 @@ class Environment:
     memory_total_bytes: int | None = None
     l2_bytes: int | None = None
     cpu_threads: int | None = None
+    cpu_allocator: str | None = None
+    """On the CPU, the allocator regime the engine's processes time calls in (``engine/measuring/cpu_allocator.py``);
+    None where the C library's own was left."""
     default_priority_order: tuple[str, ...] = ()
     """torch's own order, read when the engine starts, before any SDPA call. Not necessarily
     the order in force: torch may reorder at the first call (cuDNN first on sm90 with cuDNN

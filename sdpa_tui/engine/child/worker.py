@@ -13,6 +13,7 @@ import sys
 from multiprocessing.connection import Connection
 
 from ...core.protocol.records import EngineError, Log
+from ..measuring.cpu_allocator import settle_allocator
 from ..output_capture import OutputCapture
 from ..parent_death import die_with_parent
 from ..profiler.profiler_client import start_early
@@ -26,6 +27,7 @@ EXIT_RECYCLE = 5
 
 
 def main(conn: Connection, device_request: str, spawned_at: float | None = None) -> None:
+    settle_allocator()  # before torch: the profiler process's regime, so both clocks time a call alike
     startup = StartupClock(spawned_at)
     startup.mark("interpreter")
     # The UI decides when we stop: Ctrl-C and a hang-up reach the whole process group, and

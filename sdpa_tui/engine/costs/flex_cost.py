@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ...core.calls.flex_alternative import FlexCost, FlexSpec, refusal
 from ..measuring import cpu_threads
+from ..measuring.cpu_allocator import settle_allocator
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs
@@ -90,6 +91,7 @@ def measure(spec: FlexSpec) -> FlexCost:
 def main() -> int:
     specs = [FlexSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so FlexAttention is timed as the backends were
+    settle_allocator()  # and its allocator regime
     for spec in specs:
         why = refusal(spec.workload, spec.device)
         answer = {"error": why} if why else answer_line(measure, spec, (DiffersFromTheCall,))

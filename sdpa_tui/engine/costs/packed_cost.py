@@ -36,6 +36,7 @@ from ...core.calls.mask_forms import CAUSAL_KEY_PADDING
 from ...core.calls.packed_alternative import NEEDS_CUDA, VARLEN, CallClocks, PackedCost, PackedSpec, code_parts
 from ..measuring import cpu_threads
 from ..measuring.clocks import eager_us, host_us, queued_us
+from ..measuring.cpu_allocator import settle_allocator
 from ..measuring.environment import make_current
 from ..measuring.quality import compare, reference_output
 from ..measuring.sdpa_call import Inputs, kept_keys
@@ -228,6 +229,7 @@ def measure_spec(spec: PackedSpec) -> dict[str, dict]:
 def main() -> int:
     specs = [PackedSpec.from_dict(d) for d in json.loads(sys.stdin.read())["specs"]]
     cpu_threads.leave_a_core()  # the engine's rule on the CPU, so the code is timed as the backends were
+    settle_allocator()  # and its allocator regime
     for spec in specs:
         try:
             answer = measure_spec(spec)

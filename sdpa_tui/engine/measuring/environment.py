@@ -8,6 +8,7 @@ import platform
 import torch
 
 from ...core.protocol.records import Environment
+from . import cpu_allocator
 from .dispatch_readings import read
 from .eligibility import priority_order
 
@@ -80,6 +81,7 @@ def describe(device: torch.device, notes: tuple[str, ...]) -> Environment:
         cuda_version=torch.version.cuda,
         cudnn_version=cudnn_text,
         cpu_threads=torch.get_num_threads(),
+        cpu_allocator=cpu_allocator.regime(),
         default_priority_order=priority_order(),  # the CPU has one too (empty JSON list before)
         notes=notes,
         **dispatch,

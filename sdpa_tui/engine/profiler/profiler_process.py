@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ...core.protocol.engine_commands import CaptureKernels, Shutdown
 from ...core.protocol.records import KernelCapture, Ready
+from ..measuring.cpu_allocator import settle_allocator
 from ..parent_death import die_with_parent
 from ..record_pipe import Channel, ChannelClosed
 from .profiler_client import IDLE_EXIT_S
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-exit-s", type=float, default=IDLE_EXIT_S)
     parser.add_argument("--parent", type=int, help="the engine's pid (default: this process's parent now)")
     args = parser.parse_args(argv)
+    settle_allocator()  # before torch: the timing engine's regime, so both clocks time a call alike
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the engine decides when we stop
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     parent = args.parent or os.getppid()

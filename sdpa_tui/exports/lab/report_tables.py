@@ -55,7 +55,8 @@ def environment_line(env: Environment | None) -> str:
         versions += f", cuDNN {env.cudnn_version}"
     if env.is_cpu:
         threads = f", {env.cpu_threads} thread{'s' if env.cpu_threads != 1 else ''}" if env.cpu_threads else ""
-        return f"CPU: {env.device_name}{threads} · {versions}"
+        allocator = f", {env.cpu_allocator}" if env.cpu_allocator else ""
+        return f"CPU: {env.device_name}{threads}{allocator} · {versions}"
     memory = f", {env.memory_total_bytes / 2**30:.0f} GiB" if env.memory_total_bytes else ""
     return f"{env.device}: {env.device_name} (sm {env.sm}, {env.sm_count} SMs{memory}) · {versions}"
 

@@ -46,6 +46,8 @@ def check_cpu_session(session: Session, enabled: tuple[Backend, ...]) -> None:
     env = session.environment
     assert env is not None and env.is_cpu and env.device == "cpu"
     assert env.torch_version and env.cpu_threads and env.cpu_threads >= 1
+    if sys.platform.startswith("linux"):  # the profiler process's allocator regime too (cpu_allocator.py)
+        assert env.cpu_allocator == "heap to 32 MiB (glibc)"
     rows = {r.backend: r for r in session.rows()}
     for backend in RUNNING_ON_CPU:
         row = rows[backend]

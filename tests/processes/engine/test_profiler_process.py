@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 
 import pytest
 from support.engine_process import ready_engine, wait_for
@@ -189,6 +190,8 @@ def test_on_the_cpu_the_profiler_process_times_with_the_engines_thread_count(mon
         client.wait_ready()
         assert client.environment is not None
         assert client.environment.cpu_threads == timing_threads(available_cores(), None)
+        if sys.platform.startswith("linux"):  # and in the timing engine's allocator regime (cpu_allocator.py)
+            assert client.environment.cpu_allocator == "heap to 32 MiB (glibc)"
     finally:
         client.close()
 
