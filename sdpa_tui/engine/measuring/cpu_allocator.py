@@ -7,10 +7,10 @@ as a process frees memory; each process settles on its own. On the 2-core VM (20
 thread) the same Math call took about 27 or about 44 ms, and the live monitor read Math's eager clock at 1.55x its
 kernel clock in one start and its kernel clock at 1.4x its eager clock in the next (Flash, which allocates little,
 within 1.05x in both). With the thresholds fixed at the values glibc's adjustment reaches at most (blocks up to 32
-MiB from the heap, up to 64 MiB of free heap kept) both processes stay where a long-running program settles,
-and a block larger than that is mapped anew at every call, as in any program with glibc's defaults: Math at
-[2, 8, 1024, 64] fp16 (scores above 32 MiB) reads what a default process's loop reads
-(``docs/lab-notes/cpu-kernel-clock.md``).
+MiB from the heap, up to 64 MiB of free heap kept) both processes run where that adjustment ends, from their start
+(the two clocks then within 1.12x over three starts of the live monitor), and a block larger than that is mapped
+anew at every call, as in any program with glibc's defaults: Math at [2, 8, 1024, 64] fp16 (scores above 32 MiB)
+read 155 to 162 ms eager, a default process's own loop 166 and 170 ms (``docs/lab-notes/cpu-kernel-clock.md``).
 
 Called first in each measuring process (before torch allocates anything). glibc only (``mallopt``); a user's own
 ``MALLOC_*`` or ``GLIBC_TUNABLES`` setting is left to rule.
