@@ -12,7 +12,8 @@ MiB from the heap, up to 64 MiB of free heap kept) both processes run where that
 anew at every call, as in any program with glibc's defaults: Math at [2, 8, 1024, 64] fp16 (scores above 32 MiB)
 read 155 to 162 ms eager, a default process's own loop 166 and 170 ms (``docs/lab-notes/cpu-kernel-clock.md``).
 
-Called first in each measuring process (before torch allocates anything). glibc only (``mallopt``); a user's own
+Called first thing in the timing engine and the profiler process (before they import torch), and in the cost
+processes before they measure. glibc only (``mallopt``); a user's own
 ``MALLOC_*`` or ``GLIBC_TUNABLES`` setting is left to rule.
 """
 
@@ -31,7 +32,7 @@ TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 REGIME = "heap to 32 MiB (glibc)"
 """How the report's header names the regime (``Environment.cpu_allocator``)."""
-_settled: list[str] = []
+_regime: str | None = None
 
 
 def settle_allocator() -> bool:
@@ -46,10 +47,11 @@ def settle_allocator() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     if not (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)):
         return False
-    _settled[:] = [REGIME]
+    global _regime
+    _regime = REGIME
     return True
 
 
 def regime() -> str | None:
     """The regime this process's calls are timed in, for its environment record; None: the C library's own."""
-    return _settled[0] if _settled else None
+    return _regime

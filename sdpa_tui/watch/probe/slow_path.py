@@ -169,8 +169,7 @@ class Probe:
                     out = self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa, False)
                 if entry.gradients is not None:
                     self.backwards.expect(entry.index, out)
-                if output_check.due(entry.count, entry.stats.check, entry.index in self.owed_checks):
-                    self.owed_checks.discard(entry.index)
+                if self.output_check_due(entry, entry.count):
                     self.check_after_window(entry, out, q, k, v, mask, dropout_p, causal, scale, gqa)
                 return out
         return self.sampled_call(entry, original, q, k, v, mask, dropout_p, causal, scale, gqa)
@@ -200,11 +199,17 @@ class Probe:
             keep_sample(entry.stats.host_us, us)
         if padding.due(count, entry.stats):  # after the timing: not the call's time
             padding.read_lengths(entry.stats, mask)
-        if check and output_check.due(count, entry.stats.check, entry.index in self.owed_checks):  # after the timing
-            self.owed_checks.discard(entry.index)
+        if check and self.output_check_due(entry, count):  # after the timing: not the call's time
             output_check.check_output(entry.stats.check, out, q, k, v, mask, dropout_p, causal, scale,
                                       gqa)
         return out
+
+    def output_check_due(self, entry, count: int) -> bool:
+        """Is this call's output checked: the signature's due one, or one owed since a held check could not run?"""
+        due = output_check.due(count, entry.stats.check, entry.index in self.owed_checks)
+        if due:
+            self.owed_checks.discard(entry.index)
+        return due
 
     def check_after_window(self, entry, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
         """A call in a window is due its forward check: held until the window stops (``held_checks.py``), or now
