@@ -80,6 +80,22 @@ def within(engine: float | None, ref: float | None) -> bool:
     return engine is not None and ref is not None and abs(engine - ref) <= max(REL_TOL * ref, ABS_TOL_US)
 
 
+def clock_note(engine: dict, ind: dict, kernel_pass: bool, gpu_pass: bool) -> str:
+    """For each failed comparison whose two sides ran at SM clocks over half the tolerance apart, the clocks (a time
+    taken at a lower clock reads slower: an H200's CUPTI profile of a heavy call ran at 1,845 MHz against the
+    engine's 1,980); empty where none did."""
+    ours, theirs = engine.get("sm_mhz") or {}, ind.get("sm_mhz") or {}
+    pairs = []
+    if not kernel_pass:
+        pairs.append(("kernel", ours.get("kernel"), "CUPTI", theirs.get("cupti")))
+    if not gpu_pass:
+        pairs.append(("GPU/call", ours.get("gpu"), "replay", theirs.get("replay")))
+    notes = [f"SM clock: the engine's {clock} at {a:.0f} MHz, the {probe} at {b:.0f} MHz "
+             f"({abs(a - b) / max(a, b):.1%} apart)"
+             for clock, a, probe, b in pairs if a and b and abs(a - b) > REL_TOL * max(a, b) / 2]
+    return "; ".join(notes)
+
+
 def cupti_per_call(torch, call, calls: int) -> tuple[float, dict[str, int]]:
     """Self device time of the GPU activities of ``calls`` calls, divided by ``calls``."""
     from torch.autograd import DeviceType
@@ -221,7 +237,7 @@ def run(args) -> int:
     from sdpa_tui.engine.host.headless import EngineFailed, measure
 
     console = Console()
-    console.width = max(console.width, 132)  # piped output defaults to 80 columns: never truncate numbers
+    console.width = max(console.width, 180)  # piped output defaults to 80 columns: never truncate numbers
     if not torch.cuda.is_available():  # asks the driver; creates no CUDA context here
         why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
         print(f"fidelity: CUDA is unavailable ({why}); this check needs an NVIDIA GPU.", file=sys.stderr)
@@ -254,6 +270,8 @@ def run(args) -> int:
                     res["kernel_pass"] = within(res["engine"]["kernel_us"], ind["cupti_us"])
                     res["gpu_pass"] = within(res["engine"]["gpu_us"], ind["replay_us"])
                     res["status"] = "PASS" if res["kernel_pass"] and res["gpu_pass"] else "FAIL"
+                    if res["status"] == "FAIL":
+                        res["reason"] = clock_note(res["engine"], ind, res["kernel_pass"], res["gpu_pass"])
                 except Exception as exc:  # noqa: BLE001 - OOM, capture refusals: say so, go on
                     res["status"], res["reason"] = "parent error", str(exc).splitlines()[0]
             results.append(res)
@@ -273,7 +291,7 @@ def run(args) -> int:
         e, i = r.get("engine", {}), r.get("independent", {})
         colour = {"PASS": "green", "FAIL": "red"}.get(r["status"], "yellow")
         mark = ""
-        if r["status"] not in ("PASS", "FAIL") and r.get("reason"):
+        if r["status"] != "PASS" and r.get("reason"):
             if r["reason"] not in notes:
                 notes.append(r["reason"])
             mark = escape(f" [{notes.index(r['reason']) + 1}]")

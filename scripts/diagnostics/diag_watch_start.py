@@ -9,12 +9,18 @@ imported, the context made). It runs as:
   alone: the bootstrap's imports, torch's, the probe's install);
 - ``watched``: ``sdpa-tui watch --report R --no-advice -- python prog.py`` (the host besides).
 
+With ``--llama`` the program then imports transformers and builds the 60-s program's Llama on the device
+(``tests/watch_programs/training.py``'s ``large``, no step run), each timed: the 1-minute program's start-up, where
+an H200 run read the watched start-up 3 s longer than the plain (before the first line +1.6 s, the build +1.6 s).
+``--variants`` picks which run (e.g. ``plain,watched``).
+
 Each a fresh process, alternated over ROUNDS rounds; each prints one JSON line, and a table gives the medians and
 spreads of: the launch to the first line, torch's import in the program, the context. With ``--import-times DIR``
 one more run of ``plain`` and ``bootstrap`` under ``-X importtime`` writes each one's stderr to DIR, and the
 slowest imports of each are printed.
 
     python3 scripts/diagnostics/diag_watch_start.py [--device cuda] [--rounds 6] [--import-times DIR]
+    python3 scripts/diagnostics/diag_watch_start.py --llama --variants plain,watched --rounds 5
 """
 
 from __future__ import annotations
@@ -39,20 +45,33 @@ imported = time.time()
 if sys.argv[2].startswith("cuda"):
     torch.empty(0, device=sys.argv[2])
 ready = time.time()
+times = {"started": started, "imported": imported, "ready": ready}
+if sys.argv[3:] == ["llama"]:  # training.py's large Llama, built as it builds it
+    from transformers import LlamaConfig, LlamaForCausalLM
+    times["transformers"] = time.time()
+    config = LlamaConfig(vocab_size=1024, num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024,
+                         attn_implementation="sdpa", hidden_size=2048, intermediate_size=5632, num_hidden_layers=8)
+    with torch.device(sys.argv[2]):
+        model = LlamaForCausalLM(config).to(torch.bfloat16)
+    if sys.argv[2].startswith("cuda"):
+        torch.cuda.synchronize()
+    times["built"] = time.time()
 with open(sys.argv[1], "w") as f:
-    json.dump({"started": started, "imported": imported, "ready": ready}, f)
+    json.dump(times, f)
 """
 
 
-def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, ...] = ()) -> tuple[dict, str]:
+def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, ...] = (),
+             llama: bool = False) -> tuple[dict, str]:
     times = os.path.join(tmp, "times.json")
     if os.path.exists(times):
         os.unlink(times)
     python = [sys.executable, *flags]
-    argv = {"plain": [*python, prog, times, device],
-            "bootstrap": [*python, "-m", "sdpa_tui.watch.probe.bootstrap", prog, times, device],
+    args = [prog, times, device, *(["llama"] if llama else [])]
+    argv = {"plain": [*python, *args],
+            "bootstrap": [*python, "-m", "sdpa_tui.watch.probe.bootstrap", *args],
             "watched": [sys.executable, "-m", "sdpa_tui", "watch", "--report", os.path.join(tmp, "calls.json"),
-                        "--no-advice", "--", sys.executable, prog, times, device]}[variant]
+                        "--no-advice", "--", sys.executable, *args]}[variant]
     env = {k: v for k, v in os.environ.items() if k != "SDPA_TUI_WATCH_SOCKET"}
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     t0 = time.time()
@@ -64,6 +83,10 @@ def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, .
     got = {"variant": variant, "wall_s": wall, "to_first_line_s": own["started"] - t0,
            "torch_import_s": own["imported"] - own["started"], "context_s": own["ready"] - own["imported"],
            "to_context_s": own["ready"] - t0}
+    if llama:
+        got["transformers_import_s"] = own["transformers"] - own["ready"]
+        got["build_s"] = own["built"] - own["transformers"]
+        got["to_built_s"] = own["built"] - t0
     return got, proc.stderr
 
 
@@ -86,14 +109,20 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--import-times", metavar="DIR")
+    parser.add_argument("--llama", action="store_true",
+                        help="then import transformers and build the 60-s program's Llama")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     args = parser.parse_args()
-    results: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    variants = tuple(v for v in args.variants.split(",") if v)
+    if not variants or set(variants) - set(VARIANTS):
+        parser.error(f"--variants: of {', '.join(VARIANTS)}")
+    results: dict[str, list[dict]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         prog = os.path.join(tmp, "prog.py")
         Path(prog).write_text(PROGRAM)
         for r in range(args.rounds):
-            for v in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
-                got, _ = run_once(v, prog, args.device, tmp)
+            for v in variants if r % 2 == 0 else variants[::-1]:
+                got, _ = run_once(v, prog, args.device, tmp, llama=args.llama)
                 results[v].append(got)
                 print(json.dumps(got), flush=True)
         if args.import_times:
@@ -104,6 +133,8 @@ def main() -> int:
                 print(f"--- {v} under -X importtime: {json.dumps(got)}")
                 print("\n".join(slowest_imports(stderr)))
     keys = ("wall_s", "to_first_line_s", "torch_import_s", "context_s", "to_context_s")
+    if args.llama:
+        keys += ("transformers_import_s", "build_s", "to_built_s")
     print(f"{'variant':<10} " + " ".join(f"{k.removesuffix('_s'):>22}" for k in keys)
           + f"   (median [min..max] of {args.rounds} rounds, s)")
     for v, runs in results.items():
