@@ -11,7 +11,8 @@ imported, the context made). It runs as:
 
 With ``--llama`` the program then imports transformers and builds the 60-s program's Llama on the device
 (``tests/watch_programs/training.py``'s ``large``, no step run), each timed: the 1-minute program's start-up, where
-an H200 run read the watched start-up 3 s longer than the plain (before the first line +1.6 s, the build +1.6 s).
+an H200 run read the watched start-up 3 s longer than the plain (before the first line +1.6 s, the build +1.6 s);
+timed alone on the same machine, 4 rounds, watch added 0.16 to 0.45 s a pair (``docs/lab-notes/watch-truth.md``).
 ``--variants`` picks which run (e.g. ``plain,watched``).
 
 Each a fresh process, alternated over ROUNDS rounds; each prints one JSON line, and a table gives the medians and
