@@ -29,6 +29,14 @@ the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu)
 
     python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size decoder,large
     python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size decoder --seconds 3 --rounds 1 --json out.json
+
+``--add-to EARLIER.json`` adds rounds to an earlier result of the same machine (a device call's time limit is short
+of enough rounds of a 1-minute program): its targets' runs are kept, this run's rounds follow at the same step
+counts (no calibration; the warm-ups run again), the alternation goes on where it stopped, and the summary is over
+all of them:
+
+    python3 benchmarks/watch_cost/watch_program_cost.py --seconds 60 --rounds 3 --size large --json a.json
+    python3 benchmarks/watch_cost/watch_program_cost.py --seconds 60 --rounds 3 --size large --add-to a.json --json b.json
 """
 
 from __future__ import annotations
@@ -220,6 +228,20 @@ def table(target: float, steps: int, size: str, summary: dict) -> str:
     return "\n".join(lines)
 
 
+def earlier_targets(path: str, result: dict) -> dict[tuple[float, str], dict]:
+    """``--add-to``: the earlier result's targets by (seconds, size); its calibrations and GPU carried into
+    ``result``, and where it came from."""
+    previous = json.loads(Path(path).read_text())
+    for key in ("host", "device"):  # the same machine's rounds only
+        if previous.get(key) != result[key]:
+            sys.exit(f"--add-to {path}: its {key} was {previous.get(key)}, this run's is {result[key]}")
+    result["calibrations"].update(previous.get("calibrations", {}))
+    result["gpu"] = previous.get("gpu")
+    result["added_to"] = {"file": os.path.basename(path), "date": previous.get("date"),
+                          "rounds": {f"{t['seconds']:g} s": t["rounds"] for t in previous["targets"]}}
+    return {(float(t["seconds"]), t["size"]): t for t in previous["targets"]}
+
+
 def numbers(text: str, kind: type) -> list:
     return [kind(x.strip()) for x in text.split(",") if x.strip()]
 
@@ -237,6 +259,9 @@ def main() -> int:
                         help="calibrate on the first run (by default each variant runs once first, left out)")
     parser.add_argument("--timeout", type=float, default=600.0, help="one run's limit in seconds")
     parser.add_argument("--json", help="where the result goes (default: benchmarks/results/…)")
+    parser.add_argument("--add-to", metavar="JSON",
+                        help="an earlier result of this benchmark on the same machine: its targets' runs are kept and "
+                        "this run's rounds added, at its step counts (no calibration)")
     args = parser.parse_args()
     targets, rounds = numbers(args.seconds, float), numbers(args.rounds, int)
     if not targets or any(t <= 0 for t in targets) or not rounds or any(r < 1 for r in rounds):
@@ -251,6 +276,7 @@ def main() -> int:
     started = dt.datetime.now(dt.timezone.utc)
     result = {**run_header(started, None, args.device), "program": "tests/watch_programs/training.py",
               "calibrations": {}, "targets": []}
+    earlier = earlier_targets(args.add_to, result) if args.add_to else {}
     with tempfile.TemporaryDirectory() as tmp:
         variants = commands(os.path.join(tmp, "calls.json"), args.advice)
         for size in dict.fromkeys(sizes):
@@ -261,6 +287,8 @@ def main() -> int:
                 got = run_once(variants[name], 3, size, args, tmp)
                 result.setdefault("warm_ups", []).append({"size": size, "variant": name, "wall_s": got["wall_s"]})
                 print(f"warm-up, {size}, {name}: {got['wall_s']:.2f} s wall (left out)", flush=True)
+            if all((t, z) in earlier for t, z in zip(targets, sizes) if z == size):
+                continue  # every target of this size adds to an earlier result's runs, at its steps
             calibration = run_once([], CALIBRATION_STEPS[size], size, args, tmp)
             sized = sizing(calibration)
             result["calibrations"][size] = {**calibration, **sized}
@@ -269,12 +297,17 @@ def main() -> int:
                   f"{calibration['steps']} steps: steady {sized['steady_step_ms']:.1f} ms a step (mean "
                   f"{calibration['mean_step_ms']:.1f}), {sized['besides_steps_s']:.2f} s besides the steps", flush=True)
         for target, count, size in zip(targets, rounds, sizes):
-            steps = target_steps(target, result["calibrations"][size])
-            runs: dict[str, list[dict]] = {name: [] for name in variants}
-            for r in range(count):
+            before = earlier.get((target, size))
+            steps = before["steps"] if before else target_steps(target, result["calibrations"][size])
+            runs: dict[str, list[dict]] = {name: list(before["runs"].get(name, [])) if before else []
+                                           for name in variants}
+            first = before["rounds"] if before else 0
+            for r in range(first, first + count):
                 order = list(variants) if r % 2 == 0 else list(variants)[::-1]
                 for name in order:
                     got = run_once(variants[name], steps, size, args, tmp)
+                    if before and got["device_name"] != result["gpu"]:
+                        sys.exit(f"--add-to {args.add_to} ran on {result['gpu']}, this run on {got['device_name']}")
                     runs[name].append({"round": r, **got})
                     extra = (f", {got['windows']} windows costing {got['windows_cost_s']:.2f} s"
                              if "windows" in got else "")
@@ -286,7 +319,7 @@ def main() -> int:
             print(phases_table(summary), flush=True)
             if note:
                 print(f"note: {note}", flush=True)
-            result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": count,
+            result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": first + count,
                                       "start_up_fills_target": note is not None, "summary": summary, "runs": runs})
     write_result(result, args.json, f"watch-program-cost-{device_tag(result['gpu'])}-{started.date()}.json")
     return 0

@@ -5,8 +5,11 @@
 # a 60-s one x 2, takes about 6 minutes on an H100). The 10-s program is the plain-torch decoder (size decoder): the large
 # transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up; the
 # 60-s program stays the large Llama, a transformers user's program with about 40 s of steps, comparable with the
-# runs before. PART=window-cost: what one profiler window costs the decoder, part by part
-# (scripts/diagnostics/diag_window_cost.py, ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
+# runs before. ADD_TO=file: this call's rounds are added to an earlier call's result on the same machine (the calls
+# chained while it is warm; the earlier JSON copied into the checkout, where an untracked file travels), e.g. two
+# calls of TARGETS=60 PROGRAM_SIZES=large PROGRAM_ROUNDS=3, the second with ADD_TO=watch-program-cost-h200.json.
+# PART=window-cost: what one profiler window costs the decoder, part by part (scripts/diagnostics/diag_window_cost.py,
+# ROUNDS rounds). PART=pyspy: where the decoder's 3 steps spend their time,
 # plain and watched (ROUNDS of each), sampled by py-spy (carry .pyspy, its wheel) with each window's trace and log
 # kept. PART=parts: watch's cost on the decoder with one part of the probe switched off at a time
 # (scripts/diagnostics/diag_watch_parts.py, ROUNDS rounds of STEPS steps, VARIANTS; KEEP=1 keeps each window's log).
@@ -31,7 +34,7 @@ case $PART in
   program)
     echo "=== program cost"; timeout ${LIMIT:-560} python3 benchmarks/watch_cost/watch_program_cost.py --device cuda \
       --seconds ${TARGETS:-10,60} --rounds ${PROGRAM_ROUNDS:-4,2} --size ${PROGRAM_SIZES:-decoder,large} \
-      --json $OUT/r/watch-program-cost-$tag.json ;;
+      ${ADD_TO:+--add-to $ADD_TO} --json $OUT/r/watch-program-cost-$tag.json ;;
   window-cost)
     echo "=== one window's cost, part by part"; timeout ${LIMIT:-400} python3 scripts/diagnostics/diag_window_cost.py \
       --device cuda --rounds ${ROUNDS:-3} ;;

@@ -84,6 +84,36 @@ def test_each_target_runs_its_own_size_sized_from_that_size_s_calibration(tmp_pa
     assert "steps, decoder)" in proc.stdout and "steps, tiny)" in proc.stdout
 
 
+def test_rounds_added_to_an_earlier_result_keep_its_runs_and_steps_and_go_on_alternating(tmp_path):
+    """A device call's limit is short of enough rounds of a 1-minute program: a second call adds its rounds to the
+    first's result (the same machine), at its step count, with no calibration, and the summary is over all."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+
+    def bench(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--size", "tiny", "--seconds", "1",
+                               "--no-warm-up", *extra], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+    proc = bench("--rounds", "1", "--json", str(first))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = bench("--rounds", "2", "--add-to", str(first), "--json", str(second))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "calibration," not in proc.stdout, "the earlier result's steps: nothing to calibrate"
+    before, after = json.loads(first.read_text()), json.loads(second.read_text())
+    (earlier,), (target,) = before["targets"], after["targets"]
+    assert target["steps"] == earlier["steps"] and target["rounds"] == 3
+    assert after["calibrations"] == before["calibrations"] and after["added_to"]["file"] == "first.json"
+    for name in ("plain", "watched"):
+        assert [r["round"] for r in target["runs"][name]] == [0, 1, 2]
+        assert target["runs"][name][0] == earlier["runs"][name][0], "the earlier run kept as it was"
+    # round 1 runs watched first (odd rounds), as a single run of three rounds would
+    assert proc.stdout.index("round 1: watched") < proc.stdout.index("round 1: plain")
+    assert target["summary"]["watched"]["wall_s_added_pct"]["per_round"]["n"] == 3
+    moved = json.loads(first.read_text()) | {"host": "another-machine"}
+    first.write_text(json.dumps(moved))
+    proc = bench("--rounds", "1", "--add-to", str(first), "--json", str(second))
+    assert proc.returncode != 0 and "another-machine" in proc.stderr, "another machine's rounds are not added"
+
+
 @pytest.mark.parametrize(("seconds", "device", "size"), [(10, "cuda", "decoder"), (29, "cuda", "decoder"),
                                                          (30, "cuda", "large"), (60, "cuda", "large"),
                                                          (10, "cpu", "tiny"), (60, "cpu", "tiny")])
