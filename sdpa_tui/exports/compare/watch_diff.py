@@ -21,6 +21,7 @@ from rich.text import Text
 
 from ...core.calls.call_signature import CallSignature
 from ...core.calls.gradient_check import BLAME_UPSTREAM, GRADIENTS
+from ...core.calls.watch_report import CONTENDED_MARK
 from ...core.calls.watched_calls import OutputCheck
 from ...core.units import us_number
 
@@ -111,6 +112,7 @@ class CallChange:
     saving_us_per_call: tuple[float | None, float | None]
     same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
     check: tuple[CheckVerdict | None, CheckVerdict | None] = (None, None)  # each side's sampled checks
+    contended: tuple[bool, bool] = (False, False)  # each side's calls ran on a host busy beyond the program
 
     @property
     def paired(self) -> bool:
@@ -141,7 +143,8 @@ def _change(a: dict | None, b: dict | None) -> CallChange:
     return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
                       pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
                       (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b),
-                      (check_verdict(a), check_verdict(b)))
+                      (check_verdict(a), check_verdict(b)),
+                      (bool((a or {}).get("contended")), bool((b or {}).get("contended"))))
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ class WatchComparison:
     calls: tuple[CallChange, ...]
     sdpa_us: tuple[float | None, float | None]  # the run's SDPA time at the lab's clocks (the advice's summary)
     saving_us: tuple[float | None, float | None]  # what the top changes would save
+    contention: tuple[str, str] = ("", "")  # each run's busiest interval in words, where the host was busy beyond it
 
     @property
     def regressed(self) -> bool:
@@ -177,7 +181,8 @@ def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A",
     advice = [(d.get("advice") or {}) for d in (a, b)]
     return WatchComparison(a_path, b_path, threshold, tuple(_change(in_a.get(k), in_b.get(k)) for k in order),
                            (advice[0].get("sdpa_us"), advice[1].get("sdpa_us")),
-                           (advice[0].get("saving_us"), advice[1].get("saving_us")))
+                           (advice[0].get("saving_us"), advice[1].get("saving_us")),
+                           (a.get("contention") or "", b.get("contention") or ""))
 
 
 # -- views --------------------------------------------------------------------------------------------------------
@@ -192,7 +197,9 @@ def _pair(values: tuple[Any, Any], text=str) -> str:
 def _time(change: CallChange) -> str:
     if not change.same_work:
         return "other shapes: not compared"
-    text = _pair(change.us, us_number)
+    a, b = ("–" if us is None else us_number(us) + (CONTENDED_MARK if busy else "")
+            for us, busy in zip(change.us, change.contended))
+    text = a if a == b else f"{a} → {b}"
     return text + (f" ({change.ratio:.2f}x)" if change.ratio is not None else "") + \
         ("" if change.clock == "kernel" else " host")
 
@@ -207,10 +214,14 @@ def _summary(comparison: WatchComparison) -> str:
     slower = [c for c in comparison.calls if c.slower(comparison.threshold)]
     broke = [c for c in comparison.calls if c.check_failed]
     failing = f"; {len(broke)} call site(s) whose outputs or gradients fail their check in B" if broke else ""
+    busy = [f"in {side}, {text or 'the host was busy beyond the program'}"
+            for i, (side, text) in enumerate(zip("AB", comparison.contention))
+            if any(c.contended[i] for c in comparison.calls)]
+    contended = f"; {CONTENDED_MARK} measured {' and '.join(busy)}: those times may read high" if busy else ""
     return (f"SDPA time over the run (the lab's clocks): {_pair(comparison.sdpa_us, us_number)} µs; "
             f"the advice's saving: {_pair(comparison.saving_us, us_number)} µs; "
             + (f"{len(slower)} call site(s) slower in B by more than {comparison.threshold:.0%}" if slower
-               else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing)
+               else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing + contended)
 
 
 def watch_comparison_rich(comparison: WatchComparison) -> Group:
@@ -237,5 +248,6 @@ def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
             "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
                        "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
                        "same_work": c.same_work, "slower": c.slower(comparison.threshold),
-                       "check": [None if v is None else v.text for v in c.check], "check_failed": c.check_failed, "best": list(c.best),
+                       "check": [None if v is None else v.text for v in c.check], "check_failed": c.check_failed,
+                       "contended": list(c.contended), "best": list(c.best),
                        "saving_us_per_call": list(c.saving_us_per_call)} for c in comparison.calls]}

@@ -129,3 +129,20 @@ def test_gradients_that_became_finite_in_b_are_no_regression(capsys):
     code, out, _ = run(capsys, HALF_NAN, HALF_CLEAN, "--json", "--threshold", "1000%")
     (call,) = json.loads(out)["calls"]
     assert call["check"] == ["dq/dk NaN/Inf", "ok"] and not call["check_failed"] and code == 0
+
+
+IDLE, BUSY = WATCH / "decoder-cpu-idle.json", WATCH / "decoder-cpu-busy.json"
+"""The CPU's decoder (``tests/watch_programs/training.py … 400 cpu decoder``) watched on the 2-core VM idle, then beside
+three spinning processes: watch marked both of its signatures' times as measured on a busy host."""
+
+
+def test_times_measured_on_a_busy_host_are_marked_on_their_side_and_the_summary_says_how_busy(capsys):
+    code, out, _ = run(capsys, IDLE, BUSY, "--markdown")
+    assert code == 0, "marked, not a verdict: within the threshold the exit code is as before"
+    assert "| 66.5 → 70.3* (1.06x) host |" in out and "| 32.3 → 31.3* (0.97x) host |" in out
+    assert "* measured in B, the CPUs were busy beyond the program (tasks waited for a core 100% of the time" in out
+    code, out, _ = run(capsys, BUSY, IDLE, "--json")
+    calls = json.loads(out)["calls"]
+    assert [c["contended"] for c in calls] == [[True, False], [True, False]]
+    code, out, _ = run(capsys, IDLE, IDLE)
+    assert "*" not in out and "busy" not in out, "nothing marked where neither run was busy"
