@@ -244,7 +244,7 @@ def watch_comparison_markdown(comparison: WatchComparison) -> str:
 def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
     return {"kind": "watch", "a": comparison.a_path, "b": comparison.b_path, "threshold": comparison.threshold,
             "regressed": comparison.regressed, "sdpa_us": list(comparison.sdpa_us),
-            "saving_us": list(comparison.saving_us),
+            "saving_us": list(comparison.saving_us), "contention": [text or None for text in comparison.contention],
             "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
                        "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
                        "same_work": c.same_work, "slower": c.slower(comparison.threshold),

@@ -142,7 +142,8 @@ def test_times_measured_on_a_busy_host_are_marked_on_their_side_and_the_summary_
     assert "| 66.5 → 70.3* (1.06x) host |" in out and "| 32.3 → 31.3* (0.97x) host |" in out
     assert "* measured in B, the CPUs were busy beyond the program (tasks waited for a core 100% of the time" in out
     code, out, _ = run(capsys, BUSY, IDLE, "--json")
-    calls = json.loads(out)["calls"]
-    assert [c["contended"] for c in calls] == [[True, False], [True, False]]
+    doc = json.loads(out)
+    assert [c["contended"] for c in doc["calls"]] == [[True, False], [True, False]]
+    assert doc["contention"][0].startswith("the CPUs were busy beyond the program") and doc["contention"][1] is None
     code, out, _ = run(capsys, IDLE, IDLE)
     assert "*" not in out and "busy" not in out, "nothing marked where neither run was busy"
