@@ -189,17 +189,15 @@ def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A",
 COLUMNS = ("site", "signature", "backend", "calls", "µs per call", "check", "best (advice)", "saving/call µs")
 
 
-def _pair(values: tuple[Any, Any], text=str) -> str:
-    a, b = ("–" if v is None else text(v) for v in values)
+def _pair(values: tuple[Any, Any], text=str, marks: tuple[str, str] = ("", "")) -> str:
+    a, b = ("–" if v is None else text(v) + mark for v, mark in zip(values, marks))
     return a if a == b else f"{a} → {b}"
 
 
 def _time(change: CallChange) -> str:
     if not change.same_work:
         return "other shapes: not compared"
-    a, b = ("–" if us is None else us_number(us) + (CONTENDED_MARK if busy else "")
-            for us, busy in zip(change.us, change.contended))
-    text = a if a == b else f"{a} → {b}"
+    text = _pair(change.us, us_number, tuple(CONTENDED_MARK if busy else "" for busy in change.contended))
     return text + (f" ({change.ratio:.2f}x)" if change.ratio is not None else "") + \
         ("" if change.clock == "kernel" else " host")
 
