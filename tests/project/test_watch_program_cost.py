@@ -40,6 +40,10 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert calibration["steps"] == 5
     assert calibration["steady_step_ms"] == calibration["median_step_ms"]
     assert calibration["besides_steps_s"] == pytest.approx(calibration["wall_s"] - 5 * calibration["median_step_ms"] / 1e3)
+    # three plain calibration runs, the target sized from the middle one by its time besides the steps
+    tries = calibration["tries"]
+    assert len(tries) == 3 and proc.stdout.count("calibration, tiny:") == 4
+    assert calibration["besides_steps_s"] == sorted(t["besides_steps_s"] for t in tries)[1]
     (target,) = result["targets"]
     assert target["size"] == "tiny"
     runs = target["runs"]
