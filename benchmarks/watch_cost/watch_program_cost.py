@@ -10,9 +10,8 @@ runs before). On the CPU, ``tiny`` (a 2-layer Llama) by default. Each size first
 steps, left out (a fresh machine's first run reads torch from disk), then three plain calibration runs, the middle one
 by its time besides its steps kept: its steady step (the median step after the first two: the first steps' warm-up,
 2.5 s on an H100 for ``large``, left out) and what the command takes besides its steps at that pace (start-up,
-warm-up, exit); each target (``--seconds``, e.g. 10 and
-60) then gets the number of steps that makes the plain command last that long, and runs plain and watched in
-alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
+warm-up, exit); each target (``--seconds``, e.g. 10 and 60) then gets the number of steps that makes the plain command
+last that long, and runs plain and watched in alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
 types, headless:
 
     python3 -m sdpa_tui watch --report R.json --no-advice -- python3 training.py ...
@@ -156,9 +155,9 @@ def middle_calibration(tries: list[dict]) -> dict:
     median, their times under ``tries``. One run's time besides its steps can be seconds off the runs after it: on an
     H200 of 2026-11-29 the one calibration took 12.79 s besides its 30 steps, and the eight plain rounds after it
     (3 steps each) 8.13 to 12.52 s in all."""
-    ranked = sorted(tries, key=lambda t: t["besides_steps_s"])
-    return {**ranked[(len(ranked) - 1) // 2], "tries": [{k: t[k] for k in ("wall_s", "start_up_s", "steady_step_ms",
-                                                                              "besides_steps_s")} for t in tries]}
+    middle = sorted(tries, key=lambda t: t["besides_steps_s"])[(len(tries) - 1) // 2]
+    kept = ("wall_s", "start_up_s", "steady_step_ms", "besides_steps_s")
+    return {**middle, "tries": [{key: t[key] for key in kept} for t in tries]}
 
 
 FLOOR_STEPS = 3
