@@ -11,8 +11,8 @@ steps, left out (a fresh machine's first run reads torch from disk), then three 
 by its time besides its steps kept: its steady step (the median step after the first two: the first steps' warm-up,
 2.5 s on an H100 for ``large``, left out) and what the command takes besides its steps at that pace (start-up,
 warm-up, exit); each target (``--seconds``, e.g. 10 and 60) then gets the number of steps that makes the plain command
-last that long, and runs plain and watched in alternation (plain first in even rounds, watched first in odd ones), ``--rounds`` times. Watched is what a user
-types, headless:
+last that long, and runs plain and watched in alternation (plain first in even rounds, watched first in odd ones),
+``--rounds`` times. Watched is what a user types, headless:
 
     python3 -m sdpa_tui watch --report R.json --no-advice -- python3 training.py ...
 
