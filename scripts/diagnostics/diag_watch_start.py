@@ -9,8 +9,9 @@ imported, the context made). It runs as:
   alone: the bootstrap's imports, torch's, the probe's install);
 - ``watched``: ``sdpa-tui watch --report R --no-advice -- python prog.py`` (the host besides).
 
-With ``--llama`` the program then imports transformers and builds the 60-s program's Llama on the device
-(``tests/watch_programs/training.py``'s ``large``, no step run), each timed: the 1-minute program's start-up, where
+With ``--llama`` the program then imports transformers and builds the 60-s program's Llama and its optimizer on the
+device (``tests/watch_programs/training.py``'s ``large``, by training.py's own builder; the optimizer's construction
+imports ``torch._dynamo``; no step run), each timed: the 1-minute program's start-up, where
 an H200 run read the watched start-up 3 s longer than the plain (before the first line +1.6 s, the build +1.6 s);
 timed alone on the same machine, 4 rounds, watch added 0.16 to 0.45 s a pair (``docs/lab-notes/watch-truth.md``).
 ``--variants`` picks which run (e.g. ``plain,watched``).
@@ -47,13 +48,12 @@ if sys.argv[2].startswith("cuda"):
     torch.empty(0, device=sys.argv[2])
 ready = time.time()
 times = {"started": started, "imported": imported, "ready": ready}
-if sys.argv[3:] == ["llama"]:  # training.py's large Llama, built as it builds it
-    from transformers import LlamaConfig, LlamaForCausalLM
+if sys.argv[3:4] == ["llama"]:  # training.py's large Llama and its optimizer, built by training.py
+    from transformers import LlamaConfig, LlamaForCausalLM  # noqa: F401 - transformers' import, timed apart
     times["transformers"] = time.time()
-    config = LlamaConfig(vocab_size=1024, num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024,
-                         attn_implementation="sdpa", hidden_size=2048, intermediate_size=5632, num_hidden_layers=8)
-    with torch.device(sys.argv[2]):
-        model = LlamaForCausalLM(config).to(torch.bfloat16)
+    sys.path.insert(0, sys.argv[4])
+    import training
+    training.llama("large", sys.argv[2])
     if sys.argv[2].startswith("cuda"):
         torch.cuda.synchronize()
     times["built"] = time.time()
@@ -68,7 +68,7 @@ def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, .
     if os.path.exists(times):
         os.unlink(times)
     python = [sys.executable, *flags]
-    args = [prog, times, device, *(["llama"] if llama else [])]
+    args = [prog, times, device, *(["llama", str(ROOT / "tests" / "watch_programs")] if llama else [])]
     argv = {"plain": [*python, *args],
             "bootstrap": [*python, "-m", "sdpa_tui.watch.probe.bootstrap", *args],
             "watched": [sys.executable, "-m", "sdpa_tui", "watch", "--report", os.path.join(tmp, "calls.json"),

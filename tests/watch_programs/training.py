@@ -106,41 +106,44 @@ def llama(size: str, device: str) -> tuple[Callable[[torch.Tensor], torch.Tensor
     return (lambda tokens: model(tokens, labels=tokens).loss), torch.optim.SGD(model.parameters(), lr=1e-3), (batch, seq)
 
 
-out_path, steps = sys.argv[1], int(sys.argv[2])
-device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
-size = sys.argv[4] if len(sys.argv) > 4 else "large"
-if device.startswith("cuda"):  # the device's context made apart, so the build's time is the model's and optimizer's
-    torch.empty(0, device=device)
-device_ready = time.time()
-torch.manual_seed(0)
-loss_of, optimizer, (batch, seq) = decoder(device) if size == "decoder" else llama(size, device)
-train = torch.randint(0, VOCAB, (batch, seq), device=device)
-held_out = torch.randint(0, VOCAB, (batch, seq // 2), device=device)
+def main(argv: list[str]) -> None:
+    out_path, steps = argv[1], int(argv[2])
+    device = argv[3] if len(argv) > 3 else "cuda"
+    size = argv[4] if len(argv) > 4 else "large"
+    if device.startswith("cuda"):  # the device's context made apart, so the build's time is the model's and optimizer's
+        torch.empty(0, device=device)
+    device_ready = time.time()
+    torch.manual_seed(0)
+    loss_of, optimizer, (batch, seq) = decoder(device) if size == "decoder" else llama(size, device)
+    train = torch.randint(0, VOCAB, (batch, seq), device=device)
+    held_out = torch.randint(0, VOCAB, (batch, seq // 2), device=device)
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    step_ms, evals, total = [], 0, 0.0
+    loop = time.time()
+    for step in range(steps):
+        sync()
+        t0 = time.perf_counter()
+        loss = loss_of(train)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        sync()
+        step_ms.append((time.perf_counter() - t0) * 1e3)
+        total += float(loss.detach())
+        if (step + 1) % EVAL_EVERY == 0:
+            with torch.no_grad():
+                total += float(loss_of(held_out))
+            evals += 1
+    ended = time.time()
+    device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
+    with open(out_path, "w") as f:
+        json.dump({"started": started, "imported": imported, "device_ready": device_ready, "loop": loop,
+                   "ended": ended, "step_ms": step_ms, "evals": evals, "total": total, "device_name": device_name}, f)
 
 
-def sync() -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-step_ms, evals, total = [], 0, 0.0
-loop = time.time()
-for step in range(steps):
-    sync()
-    t0 = time.perf_counter()
-    loss = loss_of(train)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    sync()
-    step_ms.append((time.perf_counter() - t0) * 1e3)
-    total += float(loss.detach())
-    if (step + 1) % EVAL_EVERY == 0:
-        with torch.no_grad():
-            total += float(loss_of(held_out))
-        evals += 1
-ended = time.time()
-device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
-with open(out_path, "w") as f:
-    json.dump({"started": started, "imported": imported, "device_ready": device_ready, "loop": loop, "ended": ended,
-               "step_ms": step_ms, "evals": evals, "total": total, "device_name": device_name}, f)
+if __name__ == "__main__":
+    main(sys.argv)
