@@ -3,7 +3,9 @@
 # watch's end-to-end cost on a whole training program, plain and watched alternated (TARGETS, seconds of the plain
 # program, PROGRAM_ROUNDS, and PROGRAM_SIZES, training.py's size per target; the default, a 10-s program x 4 rounds and
 # a 60-s one x 2, takes about 6 minutes on an H100). The 10-s program is the plain-torch decoder (size decoder): the large
-# transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up; the
+# transformers Llama spends 11-15 s before its first step here, so its "10-s" program was 3 steps of start-up (the
+# decoder itself spends 7-10 s on an H200, most of it torch's import and torch._dynamo's at the optimizer's construction,
+# scripts/diagnostics/diag_program_build.py, so there too a start may leave room for 3 steps only); the
 # 60-s program stays the large Llama, a transformers user's program with about 40 s of steps, comparable with the
 # runs before. ADD_TO=file: this call's rounds are added to an earlier call's result on the same machine (the calls
 # chained while it is warm; the earlier JSON copied into the checkout, where an untracked file travels), e.g. two

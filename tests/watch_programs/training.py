@@ -2,14 +2,16 @@
 with random weights trained STEPS steps on one batch shape, with an evaluation (no gradients, a shorter batch: another
 signature) every ``EVAL_EVERY`` steps, as a training loop has.
 
-``decoder`` is a decoder-only transformer in plain torch, with no transformers import, so that its start-up is torch's
-import and the model built (a 10-s program can be mostly training): pre-norm blocks of causal
-``scaled_dot_product_attention`` and an MLP, trained with AdamW. On cuda: hidden 1024, 8 heads of 128, 6 layers, bf16,
-a batch [8, 1024] (GPU-bound; its step on an H100 is to be measured); on the CPU: hidden 64, 4 heads, 2 layers,
+``decoder`` is a decoder-only transformer in plain torch, with no transformers import: its start-up is torch's import,
+the context and the optimizer's construction, which imports ``torch._dynamo`` (on an H200 7 to 10 s in all, the import
+3.5 to 6.4 s of it: ``scripts/diagnostics/diag_program_build.py``; on a CPU machine about 2 s). Pre-norm blocks of
+causal ``scaled_dot_product_attention`` and an MLP, trained with AdamW. On cuda: hidden 1024, 8 heads of 128, 6
+layers, bf16, a batch [8, 1024] (GPU-bound: about 10 ms a step on an H200); on the CPU: hidden 64, 4 heads, 2 layers,
 float32, a batch [2, 32]. ``large`` and ``tiny`` are transformers Llamas from a config trained with SGD: ``large`` is
 truth.py's GPU-bound Llama (8 layers, hidden 2048, GQA 16/4 heads, head dim 128, bf16, a batch [8, 1024]: about 59 ms
 a step on an H100, 11 to 15 s of start-up); ``tiny`` runs anywhere in a fraction of a second (float32, 2 layers).
-Writes its own clock to OUT as JSON: when its first line ran, when torch was imported, when the device's context was
+Its definitions can be imported (the diagnostics build the same models); run as a script, it trains. Writes its
+own clock to OUT as JSON: when its first line ran, when torch was imported, when the device's context was
 made, when its loop began and ended (``time.time``), and every training step's time (ms, the device synchronised); and
 the GPU's name (None on the CPU).
 
