@@ -2,7 +2,8 @@
 
 The program is ``tests/watch_programs/training.py`` at a size per target (``--size``). On a GPU a target under 30 s
 gets ``decoder``, a decoder-only transformer in plain torch (bf16, hidden 1024, 6 layers, causal SDPA): it imports no
-transformers, so its start-up is short and a 10-s program is mostly training steps. The Llama that transformers builds
+transformers (on an H200 its start-up is still 7 to 10 s, torch's import and ``torch._dynamo``'s at its optimizer's
+construction, so there a 10-s program may be its floor of steps). The Llama that transformers builds
 (``large``, about 59 ms a step on an H100) spent 11 to 15 s there before its first step, so its "10-s" program was
 the benchmark's floor of 3 steps, its start-up measured and not a short training run; it stays the program of the
 longer targets (a transformers user's program, about 40 s of steps in a minute on an H100, comparable with the H100
@@ -23,7 +24,8 @@ Per run: the wall time of the whole command (from its start to its exit: what th
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
 as the ratio of the medians and per round (each watched run against the plain run beside it: their median and
-spread). A table on stdout, JSON (each size's calibration under ``calibrations``, each target with its size, steps
+spread), and each round's added seconds split where the loop begins (``added_s``: the start-up before it swings by
+seconds between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks). A table on stdout, JSON (each size's calibration under ``calibrations``, each target with its size, steps
 and runs) to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as
 the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu).
 
@@ -195,8 +197,34 @@ def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def added_split(watched: list[dict], plain: list[dict]) -> dict:
+    """What watch added per round (each watched run less the plain run beside it), in seconds, split where the
+    program's loop begins: before it (the command's start, the imports, the context, the model and optimizer built:
+    on a GPU machine this start-up swings by seconds from run to run, plain and watched alike) and from it on (the
+    training loop and the exit: watch's windows and checks). The two add up to the round's added wall time."""
+    before = [w["start_up_s"] - p["start_up_s"] for w, p in zip(watched, plain)]
+    after = [(w["wall_s"] - w["start_up_s"]) - (p["wall_s"] - p["start_up_s"]) for w, p in zip(watched, plain)]
+    return {"before_loop_s": spread(before), "from_loop_s": spread(after)}
+
+
+def added_split_lines(summary: dict) -> list[str]:
+    """:func:`added_split` of each watched variant, in words, with the loop's part as a share of plain's median wall."""
+    plain_wall = summary["plain"]["wall_s"]["median"]
+    lines = []
+    for name, row in summary.items():
+        if "added_s" not in row:
+            continue
+        before, after = row["added_s"]["before_loop_s"], row["added_s"]["from_loop_s"]
+        lines.append(f"{name}, added per round, median [min..max]: before the loop {before['median']:+.2f} s "
+                     f"[{before['min']:+.2f}..{before['max']:+.2f}], the loop and the exit {after['median']:+.2f} s "
+                     f"[{after['min']:+.2f}..{after['max']:+.2f}] ({after['median'] / plain_wall * 100:+.1f}% of "
+                     f"plain's median wall)")
+    return lines
+
+
 def summarise(runs: dict[str, list[dict]]) -> dict:
-    """Per variant: medians and spreads; against plain: the ratio of the medians and the per-round ratios."""
+    """Per variant: medians and spreads; against plain: the ratio of the medians, the per-round ratios and the
+    per-round added seconds before and from the loop (:func:`added_split`)."""
     out: dict = {}
     plain = runs["plain"]
     for name, rows in runs.items():
@@ -209,6 +237,7 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
                 paired = [(w[key] / p[key] - 1) * 100 for w, p in zip(rows, plain)]
                 row[f"{key}_added_pct"] = {"of_medians": (row[key]["median"] / spread([p[key] for p in plain])["median"]
                                                           - 1) * 100, "per_round": spread(paired)}
+            row["added_s"] = added_split(rows, plain)
         out[name] = row
     return out
 
@@ -333,6 +362,7 @@ def main() -> int:
             note = start_up_note(target, result["calibrations"][size])
             print(table(target, steps, size, summary), flush=True)
             print(phases_table(summary), flush=True)
+            print("\n".join(added_split_lines(summary)), flush=True)
             if note:
                 print(f"note: {note}", flush=True)
             result["targets"].append({"seconds": target, "size": size, "steps": steps, "rounds": first + count,

@@ -14,6 +14,8 @@ device (``tests/watch_programs/training.py``'s ``large``, by training.py's own b
 imports ``torch._dynamo``; no step run), each timed: the 1-minute program's start-up, where
 an H200 run read the watched start-up 3 s longer than the plain (before the first line +1.6 s, the build +1.6 s);
 timed alone on the same machine, 4 rounds, watch added 0.16 to 0.45 s a pair (``docs/lab-notes/watch-truth.md``).
+With ``--decoder`` it builds the 10-s program's decoder and its AdamW instead (no transformers import; the
+optimizer's construction imports ``torch._dynamo``, most of that program's start-up on an H200).
 ``--variants`` picks which run (e.g. ``plain,watched``).
 
 Each a fresh process, alternated over ROUNDS rounds; each prints one JSON line, and a table gives the medians and
@@ -48,12 +50,13 @@ if sys.argv[2].startswith("cuda"):
     torch.empty(0, device=sys.argv[2])
 ready = time.time()
 times = {"started": started, "imported": imported, "ready": ready}
-if sys.argv[3:4] == ["llama"]:  # training.py's large Llama and its optimizer, built by training.py
-    from transformers import LlamaConfig, LlamaForCausalLM  # noqa: F401 - transformers' import, timed apart
+if sys.argv[3:4] in (["llama"], ["decoder"]):  # training.py's model and its optimizer, built by training.py
+    if sys.argv[3] == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM  # noqa: F401 - transformers' import, timed apart
     times["transformers"] = time.time()
     sys.path.insert(0, sys.argv[4])
     import training
-    training.llama("large", sys.argv[2])
+    training.llama("large", sys.argv[2]) if sys.argv[3] == "llama" else training.decoder(sys.argv[2])
     if sys.argv[2].startswith("cuda"):
         torch.cuda.synchronize()
     times["built"] = time.time()
@@ -63,12 +66,12 @@ with open(sys.argv[1], "w") as f:
 
 
 def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, ...] = (),
-             llama: bool = False) -> tuple[dict, str]:
+             build: str | None = None) -> tuple[dict, str]:
     times = os.path.join(tmp, "times.json")
     if os.path.exists(times):
         os.unlink(times)
     python = [sys.executable, *flags]
-    args = [prog, times, device, *(["llama", str(ROOT / "tests" / "watch_programs")] if llama else [])]
+    args = [prog, times, device, *([build, str(ROOT / "tests" / "watch_programs")] if build else [])]
     argv = {"plain": [*python, *args],
             "bootstrap": [*python, "-m", "sdpa_tui.watch.probe.bootstrap", *args],
             "watched": [sys.executable, "-m", "sdpa_tui", "watch", "--report", os.path.join(tmp, "calls.json"),
@@ -84,7 +87,7 @@ def run_once(variant: str, prog: str, device: str, tmp: str, flags: tuple[str, .
     got = {"variant": variant, "wall_s": wall, "to_first_line_s": own["started"] - t0,
            "torch_import_s": own["imported"] - own["started"], "context_s": own["ready"] - own["imported"],
            "to_context_s": own["ready"] - t0}
-    if llama:
+    if build:
         got["transformers_import_s"] = own["transformers"] - own["ready"]
         got["build_s"] = own["built"] - own["transformers"]
         got["to_built_s"] = own["built"] - t0
@@ -110,8 +113,10 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--import-times", metavar="DIR")
-    parser.add_argument("--llama", action="store_true",
-                        help="then import transformers and build the 60-s program's Llama")
+    parser.add_argument("--llama", action="store_const", const="llama", dest="build",
+                        help="then import transformers and build the 60-s program's Llama and its optimizer")
+    parser.add_argument("--decoder", action="store_const", const="decoder", dest="build",
+                        help="then build the 10-s program's decoder and its optimizer")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     args = parser.parse_args()
     variants = tuple(v for v in args.variants.split(",") if v)
@@ -123,7 +128,7 @@ def main() -> int:
         Path(prog).write_text(PROGRAM)
         for r in range(args.rounds):
             for v in variants if r % 2 == 0 else variants[::-1]:
-                got, _ = run_once(v, prog, args.device, tmp, llama=args.llama)
+                got, _ = run_once(v, prog, args.device, tmp, build=args.build)
                 results[v].append(got)
                 print(json.dumps(got), flush=True)
         if args.import_times:
@@ -134,7 +139,7 @@ def main() -> int:
                 print(f"--- {v} under -X importtime: {json.dumps(got)}")
                 print("\n".join(slowest_imports(stderr)))
     keys = ("wall_s", "to_first_line_s", "torch_import_s", "context_s", "to_context_s")
-    if args.llama:
+    if args.build:
         keys += ("transformers_import_s", "build_s", "to_built_s")
     print(f"{'variant':<10} " + " ".join(f"{k.removesuffix('_s'):>22}" for k in keys)
           + f"   (median [min..max] of {args.rounds} rounds, s)")

@@ -68,6 +68,12 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert all(w["torch_import_s"] < p["torch_import_s"] for w, p in zip(runs["watched"], runs["plain"]))
     assert all(w["before_program_s"] > p["before_program_s"] for w, p in zip(runs["watched"], runs["plain"]))
     assert "before_program" in proc.stdout and watched["build_s"]["n"] == 2
+    # each round's added seconds, split where the loop begins, add up to the round's added wall time
+    split = watched["added_s"]
+    walls = sorted(w["wall_s"] - p["wall_s"] for w, p in zip(runs["watched"], runs["plain"]))
+    assert split["before_loop_s"]["n"] == split["from_loop_s"]["n"] == 2
+    assert split["before_loop_s"]["median"] + split["from_loop_s"]["median"] == pytest.approx(sum(walls) / 2)
+    assert f"the loop and the exit {split['from_loop_s']['median']:+.2f} s" in proc.stdout
 
 
 def test_each_target_runs_its_own_size_sized_from_that_size_s_calibration(tmp_path):
@@ -192,3 +198,26 @@ def test_a_target_that_the_start_up_fills_is_said_to_measure_the_start_up(record
     assert (benchmark["target_steps"](10, sized) == benchmark["FLOOR_STEPS"]) == fills
     if fills:
         assert f"{sized['besides_steps_s']:.2f} s besides its steps" in note and "not a 10-s training run" in note
+
+
+def test_each_round_s_added_time_is_split_where_the_loop_begins():
+    """Three H200 starts of 2026-11-29 (the 10-s decoder, 9 to 12 rounds each): what watch added per round before the
+    loop (the start-up: torch's import and torch._dynamo's, plain and watched alike) swung by seconds, what it added
+    from the loop on (its windows and checks, the exit) by a fraction of that. The split is exact: before and from the
+    loop add up to each round's added wall time."""
+    benchmark = runpy.run_path(str(SCRIPT))
+    for path in sorted((MEASUREMENTS / "h200-2026-11-29-s29").glob("watch-program-cost-h200-decoder-*.json")):
+        (target,) = json.loads(path.read_text())["targets"]
+        plain, watched = target["runs"]["plain"], target["runs"]["watched"]
+        split = benchmark["added_split"](watched, plain)
+        per_round = [(w["start_up_s"] - p["start_up_s"], w["wall_s"] - p["wall_s"]) for w, p in zip(watched, plain)]
+        before = sorted(b for b, _ in per_round)
+        after = sorted(wall - b for b, wall in per_round)
+        assert split["before_loop_s"]["min"] == pytest.approx(before[0])
+        assert split["from_loop_s"]["max"] == pytest.approx(after[-1])
+        assert split["before_loop_s"]["n"] == len(plain) >= 9
+        width = {key: split[key]["max"] - split[key]["min"] for key in split}
+        assert width["before_loop_s"] > 1.5 * width["from_loop_s"], path.name
+        assert 0 < split["from_loop_s"]["median"] < 1.0, "the windows' and checks' fixed part, under a second"
+        (line,) = benchmark["added_split_lines"](benchmark["summarise"](target["runs"]))
+        assert f"before the loop {split['before_loop_s']['median']:+.2f} s" in line
