@@ -22,12 +22,13 @@ own budget, not watch's cost on the program; ``--advice`` adds the default comma
 
 Per run: the wall time of the whole command (from its start to its exit: what the user pays), the program's own time
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
-counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both
-as the ratio of the medians and per round (each watched run against the plain run beside it: their median and
-spread), and each round's added seconds split where the loop begins (``added_s``: the start-up before it swings by
-seconds between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks). A table on stdout, JSON (each size's calibration under ``calibrations``, each target with its size, steps
-and runs) to ``--json`` (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as
-the program found it: h100 or h200 where the GPU's name says so, else cuda; cpu).
+counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both as
+the ratio of the medians and per round (each watched run against the plain run beside it: their median and spread),
+and each round's added seconds split where the loop begins (``added_s``: the start-up before it swings by seconds
+between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks). A table on stdout,
+JSON (each size's calibration under ``calibrations``, each target with its size, steps and runs) to ``--json``
+(default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as the program found it:
+h100 or h200 where the GPU's name says so, else cuda; cpu).
 
     python3 benchmarks/watch_cost/watch_program_cost.py --device cuda --seconds 10,60 --rounds 4,2 --size decoder,large
     python3 benchmarks/watch_cost/watch_program_cost.py --device cpu --size decoder --seconds 3 --rounds 1 --json out.json

@@ -1,7 +1,8 @@
 """Can the correctness checks' cold start leave the program's thread? (issue 39: on an H200 the checks' first run, its
 float64 kernels loaded op by op, was 0.25 to 0.31 s of the 10-s decoder's 0.38 s added loop.) torch's Python bindings
-release the GIL while an op runs, kernel loading included; so a tiny check on a thread of its own might load those
-kernels while the program's thread goes on with its steps.
+release the GIL while an op runs; so a tiny check on a thread of its own might load those kernels while the program's
+thread goes on with its steps. Measured on an H200 (2026-11-29, docs/lab-notes/watch-truth.md): it does not; the
+steps beside the thread slowed by as much as the checks had cost.
 
 In a fresh process: ``training.py``'s decoder is built and stepped twice, the decoder's SDPA call ([8, 8, 1024, 128]
 bf16 causal, forward and gradients) made ready; then, timed on the program's thread, STEPS training steps and both
@@ -15,7 +16,7 @@ checks (``output_check.check_output``, ``gradient_reference.relative_errors``) o
 Each a fresh process, alternated over ROUNDS; one JSON line each, then the medians: what the program's thread spent
 beyond ``none``'s steps is the checks' cost to it.
 
-    python3 scripts/diagnostics/diag_check_warmup.py [--device cuda] [--rounds 3] [--steps 30]
+    python3 scripts/diagnostics/diag_check_warmup.py [--rounds 3] [--steps 30]     # on a CUDA machine
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODES = ("none", "main", "thread")
 
 
-def child(device: str, mode: str, steps: int) -> dict:
+def child(mode: str, steps: int) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -53,8 +54,8 @@ def child(device: str, mode: str, steps: int) -> dict:
         gradient_reference.relative_errors(CallTensors(q, k, v, None, 0.0, True, None, False, grad_out, grads))
 
     torch.manual_seed(0)
-    loss_of, optimizer, (batch, seq) = training.decoder(device)
-    tokens = torch.randint(0, training.VOCAB, (batch, seq), device=device)
+    loss_of, optimizer, (batch, seq) = training.decoder("cuda")
+    tokens = torch.randint(0, training.VOCAB, (batch, seq), device="cuda")
 
     def step() -> None:
         loss_of(tokens).backward()
@@ -63,13 +64,12 @@ def child(device: str, mode: str, steps: int) -> dict:
 
     for _ in range(2):
         step()
-    q, k, v = (torch.randn(8, 8, 1024, 128, device=device, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(8, 8, 1024, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     grad_out = torch.randn_like(out)
     grads = torch.autograd.grad(out, (q, k, v), grad_out)
     call = (q.detach(), k.detach(), v.detach(), out.detach(), grad_out, grads)
-    tiny = tuple(t[:1, :1, :16].clone() for t in (*call[:5], *grads))
-    tiny = (*tiny[:5], tiny[5:])
+    tiny = (*(t[:1, :1, :16].clone() for t in call[:5]), tuple(g[:1, :1, :16].clone() for g in grads))
     sync()
     thread_s = [0.0]
 
@@ -101,19 +101,18 @@ def child(device: str, mode: str, steps: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.device, args.child, args.steps)), flush=True)
+        print(json.dumps(child(args.child, args.steps)), flush=True)
         return 0
     runs: dict[str, list[dict]] = {m: [] for m in MODES}
     for r in range(args.rounds):
         for m in MODES if r % 2 == 0 else MODES[::-1]:
-            proc = subprocess.run([sys.executable, __file__, "--child", m, "--device", args.device, "--steps",
-                                   str(args.steps)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+            proc = subprocess.run([sys.executable, __file__, "--child", m, "--steps", str(args.steps)],
+                                  capture_output=True, text=True, cwd=ROOT, timeout=300)
             if proc.returncode != 0:
                 sys.exit(f"{m} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
             got = json.loads(proc.stdout.strip().splitlines()[-1])

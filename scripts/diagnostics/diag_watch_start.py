@@ -56,7 +56,10 @@ if sys.argv[3:4] in (["llama"], ["decoder"]):  # training.py's model and its opt
     times["transformers"] = time.time()
     sys.path.insert(0, sys.argv[4])
     import training
-    training.llama("large", sys.argv[2]) if sys.argv[3] == "llama" else training.decoder(sys.argv[2])
+    if sys.argv[3] == "llama":
+        training.llama("large", sys.argv[2])
+    else:
+        training.decoder(sys.argv[2])
     if sys.argv[2].startswith("cuda"):
         torch.cuda.synchronize()
     times["built"] = time.time()
