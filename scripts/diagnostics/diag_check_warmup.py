@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from alternated import alternated_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ("none", "main", "thread")
@@ -108,16 +109,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.steps)), flush=True)
         return 0
-    runs: dict[str, list[dict]] = {m: [] for m in MODES}
-    for r in range(args.rounds):
-        for m in MODES if r % 2 == 0 else MODES[::-1]:
-            proc = subprocess.run([sys.executable, __file__, "--child", m, "--steps", str(args.steps)],
-                                  capture_output=True, text=True, cwd=ROOT, timeout=300)
-            if proc.returncode != 0:
-                sys.exit(f"{m} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            got = json.loads(proc.stdout.strip().splitlines()[-1])
-            runs[m].append(got)
-            print(json.dumps({k: round(x, 4) if isinstance(x, float) else x for k, x in got.items()}), flush=True)
+    runs = alternated_runs(__file__, MODES, args.rounds, ["--steps", str(args.steps)], digits=4)
     baseline = statistics.median(run["steps_s"] for run in runs["none"])
     print(f"{args.steps} steps and the checks, medians over {args.rounds} rounds, s")
     print(f"{'mode':<8}{'steps':>9}{'wait':>9}{'checks':>9}{'thread':>9}{'program thread':>16}{'beyond none':>13}")

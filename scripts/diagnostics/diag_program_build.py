@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from alternated import alternated_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "watch_programs"
@@ -73,16 +74,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.device, args.size)), flush=True)
         return 0
-    runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
-    for r in range(args.rounds):
-        for v in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
-            proc = subprocess.run([sys.executable, __file__, "--child", v, "--device", args.device, "--size", args.size],
-                                  capture_output=True, text=True, cwd=ROOT, timeout=300)
-            if proc.returncode != 0:
-                sys.exit(f"{v} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            got = json.loads(proc.stdout.strip().splitlines()[-1])
-            runs[v].append(got)
-            print(json.dumps({k: round(x, 3) if isinstance(x, float) else x for k, x in got.items()}), flush=True)
+    runs = alternated_runs(__file__, VARIANTS, args.rounds, ["--device", args.device, "--size", args.size])
     print(f"{args.size} on {args.device}, {args.rounds} rounds: medians [min..max], s")
     print(f"{'phase':<16}" + "".join(f"{v:>26}" for v in VARIANTS))
     for phase in PHASES:
