@@ -63,6 +63,45 @@ def test_the_float64_reference_is_autograds_gradient(monkeypatch, mask_kind, gqa
         assert bool((magnitude >= value.abs() - 1e-12).all())
 
 
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "bool"])
+def test_an_error_is_the_largest_difference_over_the_largest_magnitude(mask_kind):
+    """Each gradient's error, read back once for the three: max |grad - ref| / max magnitude, against the reference
+    of the same call (float32 gradients of a float64 reference)."""
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 4, 24, 8, generator=gen, requires_grad=True) for _ in range(3))
+    mask = torch.rand(2, 1, 24, 24, generator=gen) > 0.3 if mask_kind == "bool" else None
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask_kind == "causal")
+    grad_out = torch.randn(out.shape, generator=gen)
+    grads = torch.autograd.grad(out, (q, k, v), grad_out)
+    ref = gradient_reference.reference_gradients(q, k, v, mask, mask_kind == "causal", None, False, grad_out)
+    assert (ref[3] is None) == (mask is None), "rows that lose every key are tracked only under a mask"
+    errors = gradient_reference.errors_against(grads, ref)
+    for name, grad, (value, magnitude) in zip(("dq", "dk", "dv"), grads, ref[:3]):
+        expected = float((grad.double() - value).abs().max() / magnitude.max())
+        assert errors[name] == pytest.approx(expected, rel=1e-12)
+        assert 0 < errors[name] < 5e-3
+
+
+@pytest.mark.parametrize("upstream_on_padding", [False, True])
+def test_queries_with_no_key_leave_dq_out_and_dk_dv_when_they_got_a_gradient(upstream_on_padding):
+    """Left padding under a causal mask: sequence 0's first 5 queries see no key. Their dq is not compared, and dk
+    and dv are not either once the upstream gradient on those rows is not zero (what a backend writes there is its
+    own; here 0.5 is written in dq's rows)."""
+    gen = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 2, 16, 8, dtype=torch.float64, generator=gen) for _ in range(3))
+    keep = torch.ones(2, 1, 16, 16, dtype=torch.bool).tril()
+    keep[0, :, :, :5] = False
+    grad_out = torch.randn(2, 2, 16, 8, dtype=torch.float64, generator=gen)
+    if not upstream_on_padding:
+        grad_out[0, :, :5] = 0
+    ref = gradient_reference.reference_gradients(q, k, v, keep, False, None, False, grad_out)
+    dq, dk, dv = (r[0].clone() for r in ref[:3])
+    dq[0, :, :5] = 0.5
+    errors = gradient_reference.errors_against((dq, dk, dv), ref)
+    assert errors["dq"] == 0.0
+    assert set(errors) == ({"dq"} if upstream_on_padding else {"dq", "dk", "dv"})
+
+
 def test_a_clean_training_call_gets_finite_errors_and_ok(tmp_path):
     proc, report = run(tmp_path, "clean")
     assert proc.returncode == 0, proc.stderr

@@ -45,10 +45,12 @@ def _by_kv_head(t: torch.Tensor, group: int) -> torch.Tensor:
 
 def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
     """(dq, its magnitude), (dk, …), (dv, …) in float64 (shapes of q, k, v, 4-d), the query rows whose every key
-    is masked, and whether the dk/dv comparison holds (no such row received a gradient). Computed in the forward
-    check's blocks (``output_check.blocks``, at ``GRADIENT_SCORE_BYTES`` a score): as many batch elements, else
-    key/value heads with their query heads, else bands of rows, as fit in its budget: about thirty kernels a block,
-    and few blocks a call (8 for [8, 8, 1024, 128]), not one per batch element and head."""
+    is masked, and whether the dk/dv comparison holds (no such row received a gradient); both None where no row can
+    lose every key (no mask, or torch's top-left causal one): no op is spent on them then, as each op new to the
+    process loads its kernels on a GPU. Computed in the forward check's blocks (``output_check.blocks``, at
+    ``GRADIENT_SCORE_BYTES`` a score): as many batch elements, else key/value heads with their query heads, else bands
+    of rows, as fit in its budget: about thirty kernels a block, and few blocks a call (8 for [8, 8, 1024, 128]), not
+    one per batch element and head."""
     q, k, v, grad_out = (_four_d(t.detach()) for t in (q, k, v, grad_out))
     heads, keys = q.shape[1], k.shape[2]
     group = heads // k.shape[1] if gqa else 1
@@ -56,8 +58,9 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
     dq, dq_mag = (torch.zeros(q.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dk, dk_mag = (torch.zeros(k.shape, dtype=torch.float64, device=q.device) for _ in range(2))
     dv, dv_mag = (torch.zeros(v.shape, dtype=torch.float64, device=q.device) for _ in range(2))
-    dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device)
-    kv_comparable = torch.ones((), dtype=torch.bool, device=q.device)
+    masking = mask is not None and not causal  # a row may lose every key
+    dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device) if masking else None
+    kv_comparable = torch.ones((), dtype=torch.bool, device=q.device) if masking else None
     for b, hs, kvs, rs in blocks(q, k, gqa, GRADIENT_SCORE_BYTES):
         kb, vb = (_by_query_head(t[b, kvs].double(), group) for t in (k, v))
         qb, gob = q[b, hs, rs].double(), grad_out[b, hs, rs].double()
@@ -65,9 +68,13 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
         m = block_mask(mask, causal, b, hs, rs, keys, q.device)
         if m is not None:
             s = s.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else s.add_(m.double())
-        dead = torch.isneginf(s).all(-1, keepdim=True)
-        dead_rows[b, hs, rs] = dead
-        p = torch.softmax(s.masked_fill_(dead, 0.0), -1).masked_fill_(dead, 0.0)
+        if masking:
+            dead = torch.isneginf(s).all(-1, keepdim=True)
+            dead_rows[b, hs, rs] = dead
+            p = torch.softmax(s.masked_fill_(dead, 0.0), -1).masked_fill_(dead, 0.0)
+            kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
+        else:
+            p = torch.softmax(s, -1)
         del s
         o = torch.matmul(p, vb)
         dp = torch.matmul(gob, vb.transpose(-1, -2))
@@ -81,19 +88,7 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
         dk_mag[b, kvs] += _by_kv_head(torch.matmul(ds_mag.transpose(-1, -2), qb.abs()), group).mul_(scale)
         dv[b, kvs] += _by_kv_head(torch.matmul(p.transpose(-1, -2), gob), group)
         dv_mag[b, kvs] += _by_kv_head(torch.matmul(p.transpose(-1, -2), gob.abs()), group)
-        kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
     return (dq, dq_mag), (dk, dk_mag), (dv, dv_mag), dead_rows, kv_comparable
-
-
-def _relative(grad, ref, rows=None) -> torch.Tensor:
-    """max |grad - ref| over the largest magnitude of the terms summed into ``ref`` (``ref``: value, magnitude)."""
-    value, magnitude = ref
-    diff = (_four_d(grad.detach()).double() - value).abs()
-    if rows is not None:
-        diff = diff.masked_fill(rows, 0.0)
-        magnitude = magnitude.masked_fill(rows, 0.0)
-    size = magnitude.max()
-    return torch.where(size > 0, diff.max() / size, diff.max())
 
 
 def not_comparable(t) -> str:
@@ -117,16 +112,25 @@ def reference(t):
 
 
 def errors_against(grads, ref) -> dict[str, float]:
-    """max |grad - ref| / max magnitude for each gradient given (None: not computed), against :func:`reference`'s
-    result; dk and dv left out where rows with every key masked received a gradient."""
+    """max |grad - ref| / max magnitude of the terms summed into ``ref`` (max |grad - ref| where that is 0) for each
+    gradient given (None: not computed), against :func:`reference`'s result; the rows whose every key was masked
+    left out of dq, and dk and dv left out where such a row received a gradient. Each gradient's two maxima go into
+    one float64 tensor, read back once and divided on the host."""
     dq, dk, dv, dead, kv_comparable = ref
+    named = [(name, grad, r) for name, grad, r in zip(("dq", "dk", "dv"), grads, (dq, dk, dv))
+             if isinstance(grad, torch.Tensor)]
     with torch.no_grad():
-        errors = {name: _relative(grad, r, dead if name == "dq" else None)
-                  for name, grad, r in zip(("dq", "dk", "dv"), grads, (dq, dk, dv)) if isinstance(grad, torch.Tensor)}
-        names = list(errors)
-        values = torch.stack([errors[n] for n in names] + [kv_comparable.double()]).tolist()
-    out = dict(zip(names, values[:-1]))
-    return out if values[-1] else {n: e for n, e in out.items() if n == "dq"}
+        maxima = torch.ones(len(named) + 1, 2, dtype=torch.float64, device=dq[0].device)
+        for row, (name, grad, (value, magnitude)) in zip(maxima, named):
+            diff = (_four_d(grad.detach()).double() - value).abs()
+            if name == "dq" and dead is not None:
+                diff, magnitude = diff.masked_fill(dead, 0.0), magnitude.masked_fill(dead, 0.0)
+            row[0], row[1] = diff.amax(), magnitude.amax()
+        if kv_comparable is not None:
+            maxima[-1, 0] = kv_comparable
+        values = maxima.tolist()
+    out = {name: (error / size if size > 0 else error) for (name, _, _), (error, size) in zip(named, values)}
+    return out if values[-1][0] else {n: e for n, e in out.items() if n == "dq"}
 
 
 def relative_errors(t) -> dict[str, float] | str:

@@ -7,6 +7,11 @@ shape is checked without the float64 score matrix of the whole call in memory. Q
 masked are not compared: backends disagree there (float64 MATH writes 0; cuDNN wrote values up to 0.19 on the
 H100, docs/lab-notes/watch-truth.md), and the check says how many there were and the largest value written on them.
 
+The check uses few kinds of ops: on a GPU each op new to the process loads its kernels the first time it runs (30
+to 120 ms an op on an H200, paid once per process on the program's thread), so a causal block's mask is added as
+float64 (no boolean ops), a NaN or Inf in a checked output is read from the comparison's own maximum (no
+``isfinite`` pass), and the blocks' results are reduced on the host.
+
 The program's results never change: its output tensor is returned untouched and the reference is computed on
 detached float64 copies, under ``no_grad``. A call with dropout is not checked (its random mask cannot be
 reproduced without drawing from the program's random stream), and said so; a call whose reference would compute
@@ -15,6 +20,9 @@ more than ``MAX_SCORES`` scores on its device is not either, nor one made while 
 """
 
 from __future__ import annotations
+
+import math
+from typing import NamedTuple
 
 import torch
 
@@ -83,9 +91,11 @@ def blocks(q, k, gqa, score_bytes: int = SCORE_BYTES):
 
 def block_mask(mask, causal, b, heads, rows, keys, device):
     """The block's part of the call's mask (3-d: heads, rows, keys; dimensions of 1 where it broadcasts), or for
-    ``is_causal`` the rows' part of torch's top-left causal mask."""
+    ``is_causal`` the rows' part of torch's top-left causal mask, as float64 to add to the scores (-inf above the
+    diagonal ``rows.start`` places: row i keeps keys up to ``rows.start + i``)."""
     if causal:
-        return torch.ones(rows.stop - rows.start, keys, dtype=torch.bool, device=device).tril(rows.start)
+        return torch.full((rows.stop - rows.start, keys), float("-inf"), dtype=torch.float64,
+                          device=device).triu(rows.start + 1)
     if mask is None:
         return None
     full = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
@@ -94,44 +104,77 @@ def block_mask(mask, causal, b, heads, rows, keys, device):
                 rows if full.shape[2] > 1 else slice(0, 1)]
 
 
-class _Comparison:
-    """max |out - ref| and max |ref| over the compared rows, and the rows whose every key was masked; kept on the
-    device until the end (one wait for the GPU per check, not one per block)."""
+class Comparison(NamedTuple):
+    """A check's result over the whole call."""
 
-    def __init__(self, device) -> None:
-        self.error, self.size, self.masked_max, self.masked = (torch.zeros((), dtype=torch.float64, device=device)
-                                                               for _ in range(4))
+    error: float  # max |out - ref| over the rows with a key to attend to
+    size: float  # max |ref|
+    masked: int  # query rows whose every key was masked (not compared)
+    masked_max: float  # the largest |out| on those rows
+    out_max: float  # max |out|: NaN or Inf when the output holds one
+
+
+def _largest(values: list[float]) -> float:
+    """The largest of ``values``; NaN if one is (Python's ``max`` would keep or drop a NaN by its place)."""
+    return math.nan if any(math.isnan(x) for x in values) else max(values)
+
+
+class _Comparison:
+    """Each block's max |out - ref| over its compared rows, max |ref|, rows whose every key was masked, the largest
+    |out| on them, and max |out|: written into one float64 tensor on the device, read back once (one wait for the
+    GPU per check, not one per block) and reduced on the host."""
+
+    def __init__(self, count: int, device) -> None:
+        self.rows = torch.zeros(count, 5, dtype=torch.float64, device=device)
+        self.filled = 0
 
     def add(self, out, ref, mask) -> None:
-        diff = (out.detach().double() - ref).abs().amax(-1)
-        self.size = torch.maximum(self.size, ref.abs().max())
+        """One block; ``mask`` (boolean or float) where rows may have every key masked, else None."""
+        row = self.rows[self.filled]
+        self.filled += 1
+        out = out.detach().double()
+        gap = (out - ref).abs().amax(-1)
+        row[1] = ref.abs().amax()
+        row[4] = out.abs().amax()
         if mask is None or mask.shape[-1] == 0:
-            self.error = torch.maximum(self.error, diff.max())
+            row[0] = gap.amax()
             return
         dead = ~(mask if mask.dtype == torch.bool else mask > float("-inf")).any(-1)
-        dead = dead.expand(diff.shape)
-        self.error = torch.maximum(self.error, diff.masked_fill(dead, 0).max())
-        self.masked_max = torch.maximum(self.masked_max, out.detach().double().abs().amax(-1).masked_fill(~dead, 0).max())
-        self.masked = self.masked + dead.sum()
+        dead = dead.expand(gap.shape)
+        row[0] = gap.masked_fill(dead, 0).amax()
+        row[2] = dead.sum()
+        row[3] = out.abs().amax(-1).masked_fill(~dead, 0).amax()
 
-    def result(self) -> tuple[float, float, int, float]:
-        error, size, masked, masked_max = torch.stack([self.error, self.size, self.masked, self.masked_max]).tolist()
-        return error, size, int(masked), masked_max
+    def result(self) -> Comparison:
+        rows = self.rows[:self.filled].tolist()
+        column = list(zip(*rows))
+        return Comparison(_largest(list(column[0])), _largest(list(column[1])), int(sum(column[2])),
+                          _largest(list(column[3])), _largest(list(column[4])))
 
 
-def reference_error(out, q, k, v, mask, causal, scale, gqa) -> tuple[float, float, int, float]:
-    """max |out - ref| over the rows with a key to attend to, max |ref|, how many query rows had every key masked,
-    and the largest |out| on them; ``ref`` computed block by block."""
-    seen = _Comparison(q.device)
+def reference_error(out, q, k, v, mask, causal, scale, gqa) -> Comparison:
+    """The output against the float64 reference, ``ref`` computed block by block (:class:`Comparison`)."""
     if q.dim() != 4 or k.dim() != 4 or (gqa and q.shape[1] % k.shape[1]):
+        seen = _Comparison(1, q.device)
         seen.add(out, reference(q, k, v, mask, causal, scale, gqa), None if causal else mask)
         return seen.result()
-    for b, heads, kv_heads, rows in blocks(q, k, gqa):
+    parts = list(blocks(q, k, gqa))
+    seen = _Comparison(len(parts), q.device)
+    for b, heads, kv_heads, rows in parts:
         kv = kv_heads if gqa else heads
         part = block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
         ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, False, scale, gqa)
-        seen.add(out[b, heads, rows], ref, part)
+        seen.add(out[b, heads, rows], ref, None if causal else part)  # top-left causal: every row keeps key 0
     return seen.result()
+
+
+def _flag_nonfinite(check: OutputCheck, q, k, v) -> None:
+    """The output held NaN or Inf: the check fails, and says so when the inputs already held one."""
+    check.nonfinite += 1
+    check.samples += 1
+    check.ok = False
+    if not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
+        check.note = check.note or "the inputs already held NaN or Inf"
 
 
 def check_output(check: OutputCheck, out, q, k, v, mask, dropout_p, causal, scale, gqa) -> None:
@@ -141,23 +184,21 @@ def check_output(check: OutputCheck, out, q, k, v, mask, dropout_p, causal, scal
             return
         if out.is_cuda and torch.cuda.is_current_stream_capturing():  # a sync would invalidate the program's graph
             return
-        if not bool(torch.isfinite(out).all()):
-            inputs_finite = all(bool(torch.isfinite(t).all()) for t in (q, k, v))
-            check.nonfinite += 1
-            check.samples += 1
-            check.ok = False
-            if not inputs_finite:
-                check.note = check.note or "the inputs already held NaN or Inf"
-            return
-        if dropout_p:
-            check.note = "dropout: not checked (its random mask would draw from the program's random stream)"
-            return
         scores = q.numel() // max(q.shape[-1], 1) * k.shape[-2]
-        if scores > MAX_SCORES.get(q.device.type, MAX_SCORES["cpu"]):
-            check.note = f"not checked: the float64 reference would compute {scores:,} scores"
+        too_many = scores > MAX_SCORES.get(q.device.type, MAX_SCORES["cpu"])
+        if dropout_p or too_many:  # no reference: the output's NaN or Inf is looked for on its own
+            if not bool(torch.isfinite(out).all()):
+                _flag_nonfinite(check, q, k, v)
+            elif dropout_p:
+                check.note = "dropout: not checked (its random mask would draw from the program's random stream)"
+            else:
+                check.note = f"not checked: the float64 reference would compute {scores:,} scores"
             return
         with torch.no_grad():
-            error, size, masked, masked_max = reference_error(out, q, k, v, mask, causal, scale, gqa)
+            error, size, masked, masked_max, out_max = reference_error(out, q, k, v, mask, causal, scale, gqa)
+        if not math.isfinite(out_max):
+            _flag_nonfinite(check, q, k, v)
+            return
         check.samples += 1
         if masked:
             check.masked_rows = max(check.masked_rows, masked)

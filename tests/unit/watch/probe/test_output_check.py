@@ -45,9 +45,10 @@ def test_blocks_give_the_whole_calls_float64_result(monkeypatch, mask_kind, gqa,
     whole = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                            attn_mask=mask.double() if mask is not None and mask.is_floating_point()
                                            else mask, enable_gqa=gqa)
-    error, size, _, _ = output_check.reference_error(out, q, k, v, mask, False, None, gqa)
-    assert error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
-    assert size == pytest.approx(float(whole.abs().max()), rel=1e-12)
+    seen = output_check.reference_error(out, q, k, v, mask, False, None, gqa)
+    assert seen.error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
+    assert seen.size == pytest.approx(float(whole.abs().max()), rel=1e-12)
+    assert seen.out_max == pytest.approx(float(out.abs().max()), rel=1e-12)
 
 
 @pytest.mark.parametrize("rows,keys", [(24, 24), (16, 40), (40, 16)])
@@ -56,10 +57,43 @@ def test_is_causal_in_bands_is_torchs_top_left_causal_mask(monkeypatch, rows, ke
     monkeypatch.setitem(output_check.BLOCK_BYTES, "cpu", 16 * keys * 7)
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     whole = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-    error, _, masked, _ = output_check.reference_error(out, q, k, v, None, True, None, False)
-    assert masked == 0
-    assert error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
-    assert error < 1e-5, "a wrongly placed causal band would differ by O(1)"
+    seen = output_check.reference_error(out, q, k, v, None, True, None, False)
+    assert seen.masked == 0
+    assert seen.error == pytest.approx(float((out.double() - whole).abs().max()), rel=1e-6, abs=1e-12)
+    assert seen.error < 1e-5, "a wrongly placed causal band would differ by O(1)"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_nan_or_inf_in_a_checked_output_is_flagged_from_the_comparison_itself(bad, causal):
+    """No separate ``isfinite`` pass over a checked output (one op fewer to load on a GPU): the comparison's maxima
+    carry a NaN or Inf, wherever in the call it is (here in the last of four blocks)."""
+    q, k, v = _inputs(kv_heads=4)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal).clone()
+    out[1, 3, 20, 5] = bad
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, None, 0.0, causal, None, False)
+    assert (check.ok, check.nonfinite, check.samples, check.note) == (False, 1, 1, "")
+    assert check.max_abs_error is None, "a non-finite output is not compared"
+    q[0, 0, 0, 0] = float("nan")  # the inputs already held one: said so
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, None, 0.0, causal, None, False)
+    assert check.nonfinite == 1 and check.note == "the inputs already held NaN or Inf"
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_an_unchecked_calls_nan_is_still_flagged(monkeypatch, dropout):
+    """A call the reference does not check (dropout, or too many scores) is still looked at for NaN or Inf."""
+    monkeypatch.setitem(output_check.MAX_SCORES, "cpu", 10)
+    q, k, v = _inputs(kv_heads=4)
+    out = F.scaled_dot_product_attention(q, k, v).clone()
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, None, dropout, False, None, False)
+    assert check.nonfinite == 0 and check.samples == 0 and check.note.startswith("dropout" if dropout else "not checked")
+    out[0, 1, 2, 3] = float("nan")
+    check = OutputCheck()
+    output_check.check_output(check, out, q, k, v, None, dropout, False, None, False)
+    assert (check.ok, check.nonfinite, check.samples, check.note) == (False, 1, 1, "")
 
 
 def test_a_wrong_output_fails_and_a_call_too_large_is_said():
@@ -116,3 +150,39 @@ def test_masked_rows_are_said_in_the_report_and_the_calls_view():
     (row,) = report.rows
     assert view_lines(row)[1].strip().startswith("1,024 query rows had every key masked (not compared)")
     assert report.to_dict()["calls"][0]["check"]["masked_rows"] == 1024
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_training_calls_checks_use_no_boolean_or_extra_reduction_ops_without_a_mask(causal):
+    """On a GPU each op new to the process loads its kernels the first time it runs (30 to 120 ms an op on an H200,
+    on the program's thread; docs/lab-notes/watch-truth.md): a call with no mask, or torch's causal one, has no row
+    that loses every key, so its forward check and gradient comparison need no boolean mask, no dead-row
+    bookkeeping, no separate NaN pass and no extra reductions beside the float64 math."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from sdpa_tui.watch.probe.checks import gradient_reference
+    from sdpa_tui.watch.probe.checks.gradient_sentinel import CallTensors
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    q, k, v = (t.requires_grad_() for t in _inputs(kv_heads=4))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    grad_out = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), grad_out)
+    q, k, v, out = (t.detach() for t in (q, k, v, out))
+    check, ops = OutputCheck(), Ops()
+    with ops:
+        output_check.check_output(check, out, q, k, v, None, 0.0, causal, None, False)
+        errors = gradient_reference.relative_errors(CallTensors(q, k, v, None, 0.0, causal, None, False, grad_out,
+                                                                grads))
+    assert check.ok is True and set(errors) == {"dq", "dk", "dv"}
+    needless = {"isfinite", "eq", "ne", "gt", "all", "any", "bitwise_not", "bitwise_and", "logical_not", "masked_fill",
+                "masked_fill_", "isneginf", "where", "maximum", "max", "stack", "cat", "div", "tril"}
+    assert not ops.names & needless, sorted(ops.names & needless)
