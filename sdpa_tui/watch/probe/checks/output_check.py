@@ -114,7 +114,7 @@ class Comparison(NamedTuple):
     out_max: float  # max |out|: NaN or Inf when the output holds one
 
 
-def _largest(values: list[float]) -> float:
+def _largest(values: tuple[float, ...]) -> float:
     """The largest of ``values``; NaN if one is (Python's ``max`` would keep or drop a NaN by its place)."""
     return math.nan if any(math.isnan(x) for x in values) else max(values)
 
@@ -146,10 +146,8 @@ class _Comparison:
         row[3] = out.abs().amax(-1).masked_fill(~dead, 0).amax()
 
     def result(self) -> Comparison:
-        rows = self.rows[:self.filled].tolist()
-        column = list(zip(*rows))
-        return Comparison(_largest(list(column[0])), _largest(list(column[1])), int(sum(column[2])),
-                          _largest(list(column[3])), _largest(list(column[4])))
+        error, size, masked, masked_max, out_max = zip(*self.rows[:self.filled].tolist())
+        return Comparison(_largest(error), _largest(size), int(sum(masked)), _largest(masked_max), _largest(out_max))
 
 
 def reference_error(out, q, k, v, mask, causal, scale, gqa) -> Comparison:
