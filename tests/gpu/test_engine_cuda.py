@@ -199,11 +199,15 @@ def test_the_gpu_call_graph_holds_enough_gpu_work_though_sized_from_a_host_bound
 def test_the_queued_clock_is_the_gpus_span_over_the_calls_as_cupti_reads_it_and_holds_no_host_time():
     """The queued clock (``clocks.queued_us``: calls launched while the GPU still waits, timed with CUDA events)
     against CUPTI's timestamps of the same calls' kernels, read at the same moment (under torch.profiler, whose host
-    overhead the clock's head start absorbs; a GPU test beside it on the same GPU then slows both alike): from the
-    first kernel after the last wait to the last kernel's end, within max(5 %, 2 µs) a call. For a chain of kernels,
-    and for a step whose host takes 2 ms (``time.sleep``) for far less GPU work, which the clock reads without the
-    host's time."""
+    overhead the clock's head start absorbs): from the first kernel after the last wait to the last kernel's end,
+    within max(5 %, 2 µs) a call, the median of five samples against the median of their five CUPTI spans, as the
+    engine summarises its samples. One sample alone can differ on a GPU shared with another process: the other
+    context's time slice can fall between the start event and the first kernel, which the events hold and CUPTI's
+    span does not (on an H200 beside a neighbour 50 % busy, 2026-11-29: 299.9 µs against 241.5 for the chain). For a
+    chain of kernels, and for a step whose host takes 2 ms (``time.sleep``) for far less GPU work, which the clock
+    reads without the host's time."""
     import json
+    import statistics
     import tempfile
     import time
 
@@ -228,18 +232,22 @@ def test_the_queued_clock_is_the_gpus_span_over_the_calls_as_cupti_reads_it_and_
         for _ in range(3):
             step()
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            queued = clocks.queued_us(step, device, host_us)
-            torch.cuda.synchronize()
-        assert queued is not None, step.__name__
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            prof.export_chrome_trace(f.name)
-            events = json.load(open(f.name))["traceEvents"]
-        gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES),
-                     key=lambda e: e["ts"])
-        waits = [i for i, e in enumerate(gpu) if "sleep" in e["name"] or "spin" in e["name"]]
-        calls = gpu[waits[-1] + 1:]  # the sample the clock returned: the calls after its last wait
-        cupti = (max(e["ts"] + e["dur"] for e in calls) - calls[0]["ts"]) / clocks.QUEUED_CALLS
-        assert abs(queued - cupti) <= max(0.05 * cupti, 2.0), (step.__name__, queued, cupti)
+        pairs = []  # (the clock's sample, CUPTI's span of the same calls), a call each
+        for _ in range(5):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                    torch.profiler.ProfilerActivity.CUDA]) as prof:
+                sample = clocks.queued_us(step, device, host_us)
+                torch.cuda.synchronize()
+            assert sample is not None, step.__name__
+            with tempfile.NamedTemporaryFile(suffix=".json") as f:
+                prof.export_chrome_trace(f.name)
+                events = json.load(open(f.name))["traceEvents"]
+            gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES),
+                         key=lambda e: e["ts"])
+            waits = [i for i, e in enumerate(gpu) if "sleep" in e["name"] or "spin" in e["name"]]
+            calls = gpu[waits[-1] + 1:]  # the sample the clock returned: the calls after its last wait
+            pairs.append((sample, (max(e["ts"] + e["dur"] for e in calls) - calls[0]["ts"]) / clocks.QUEUED_CALLS))
+        queued = statistics.median(q for q, _ in pairs)
+        cupti = statistics.median(c for _, c in pairs)
+        assert abs(queued - cupti) <= max(0.05 * cupti, 2.0), (step.__name__, queued, cupti, pairs)
     assert queued < 500.0  # one 2048² matmul, not the host's 2 ms
