@@ -25,7 +25,9 @@ Per run: the wall time of the whole command (from its start to its exit: what th
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both as
 the ratio of the medians and per round (each watched run against the plain run beside it: their median and spread),
 and each round's added seconds split where the loop begins (``added_s``: the start-up before it swings by seconds
-between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks). A table on stdout,
+between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks), that second part
+split again (``loop_split``: the first steps, the steps after an evaluation, the other steps, the evaluations, the
+exit; each run keeps its steps' times, ``step_ms``). A table on stdout,
 JSON (each size's calibration under ``calibrations``, each target with its size, steps and runs) to ``--json``
 (default ``benchmarks/results/watch-program-cost-<device>-<date>.json``, the device named as the program found it:
 h100 or h200 where the GPU's name says so, else cuda; cpu).
@@ -106,7 +108,8 @@ def run_once(prefix: list[str], steps: int, size: str, args: argparse.Namespace,
            "loop_s": own["ended"] - own["loop"], **start_up_phases(own, t0, wall),
            "steps": len(steps_ms), "evals": own["evals"],
            "median_step_ms": statistics.median(steps_ms[2:] or steps_ms), "mean_step_ms": statistics.mean(steps_ms),
-           "device_name": own["device_name"]}
+           "device_name": own["device_name"], "step_ms": [round(ms, 3) for ms in steps_ms],
+           "eval_every": own.get("eval_every")}
     if prefix:
         captures = json.loads(Path(report).read_text()).get("captures", {})
         got["windows"] = captures.get("count", 0)
@@ -208,6 +211,39 @@ def added_split(watched: list[dict], plain: list[dict]) -> dict:
     return {"before_loop_s": spread(before), "from_loop_s": spread(after)}
 
 
+FIRST_STEPS = 3
+"""The loop's first steps, apart in :func:`loop_parts`: a new signature's first window starts at its first call and
+ends, with its first checks, within them (the decoder's second step)."""
+LOOP_PARTS = ("first_steps_s", "after_evaluation_s", "other_steps_s", "outside_steps_s", "exit_s")
+
+
+def loop_parts(run: dict) -> dict | None:
+    """One run's loop and exit split in seconds (:data:`LOOP_PARTS`): its first :data:`FIRST_STEPS` steps, the steps
+    right after an evaluation (the evaluation's signature is new at its first one: its window stops in the training
+    step after it), the other steps, the loop's time outside the steps (the evaluations, the loss read) and the exit;
+    ``other_steps``, how many those were. They add up to the loop and the exit. None for a run recorded without its
+    steps (before 2026-11-29)."""
+    steps, every = run.get("step_ms"), run.get("eval_every")
+    if steps is None or not every:
+        return None
+    after_evaluation = [steps[i] for i in range(every, len(steps), every) if i >= FIRST_STEPS]
+    first, total = sum(steps[:FIRST_STEPS]) / 1e3, sum(steps) / 1e3
+    return {"first_steps_s": first, "after_evaluation_s": sum(after_evaluation) / 1e3,
+            "other_steps_s": total - first - sum(after_evaluation) / 1e3, "outside_steps_s": run["loop_s"] - total,
+            "exit_s": run["after_s"], "other_steps": len(steps) - min(len(steps), FIRST_STEPS) - len(after_evaluation)}
+
+
+def loop_split(watched: list[dict], plain: list[dict]) -> dict | None:
+    """What watch added per round from the loop on (:func:`added_split`'s ``from_loop_s``), part by part
+    (:func:`loop_parts`): where its windows, checks and per-call work fall. None where a run lacks its steps."""
+    pairs = [(loop_parts(w), loop_parts(p)) for w, p in zip(watched, plain)]
+    if not pairs or any(w is None or p is None for w, p in pairs):
+        return None
+    split = {part: spread([w[part] - p[part] for w, p in pairs]) for part in LOOP_PARTS}
+    split["other_steps"] = pairs[0][0]["other_steps"]
+    return split
+
+
 def added_split_lines(summary: dict) -> list[str]:
     """:func:`added_split` of each watched variant, in words, with the loop's part as a share of plain's median wall."""
     plain_wall = summary["plain"]["wall_s"]["median"]
@@ -220,6 +256,17 @@ def added_split_lines(summary: dict) -> list[str]:
                      f"[{before['min']:+.2f}..{before['max']:+.2f}], the loop and the exit {after['median']:+.2f} s "
                      f"[{after['min']:+.2f}..{after['max']:+.2f}] ({after['median'] / plain_wall * 100:+.1f}% of "
                      f"plain's median wall)")
+        loop = row.get("loop_split")
+        if loop:
+            def part(key: str) -> str:
+                s = loop[key]
+                return f"{s['median']:+.3f} s [{s['min']:+.3f}..{s['max']:+.3f}]"
+
+            per_step = loop["other_steps_s"]["median"] / max(loop["other_steps"], 1) * 1e3
+            lines.append(f"{name}, the loop and the exit per round, median [min..max]: the first {FIRST_STEPS} steps "
+                         f"{part('first_steps_s')}, the steps after an evaluation {part('after_evaluation_s')}, the "
+                         f"other {loop['other_steps']} steps {part('other_steps_s')} ({per_step:+.2f} ms a step), the "
+                         f"loop outside its steps (evaluations) {part('outside_steps_s')}, the exit {part('exit_s')}")
     return lines
 
 
@@ -239,6 +286,9 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
                 row[f"{key}_added_pct"] = {"of_medians": (row[key]["median"] / spread([p[key] for p in plain])["median"]
                                                           - 1) * 100, "per_round": spread(paired)}
             row["added_s"] = added_split(rows, plain)
+            loop = loop_split(rows, plain)
+            if loop:
+                row["loop_split"] = loop
         out[name] = row
     return out
 

@@ -74,6 +74,12 @@ def test_the_program_runs_plain_and_watched_in_alternation_and_its_whole_command
     assert split["before_loop_s"]["n"] == split["from_loop_s"]["n"] == 2
     assert split["before_loop_s"]["median"] + split["from_loop_s"]["median"] == pytest.approx(sum(walls) / 2)
     assert f"the loop and the exit {split['from_loop_s']['median']:+.2f} s" in proc.stdout
+    # and that part split again by where in the loop it fell, from each run's steps
+    assert all(len(r["step_ms"]) == r["steps"] for r in runs["plain"] + runs["watched"])
+    parts = watched["loop_split"]
+    assert sum(parts[p]["median"] for p in ("first_steps_s", "after_evaluation_s", "other_steps_s", "outside_steps_s",
+                                            "exit_s")) == pytest.approx(split["from_loop_s"]["median"], abs=1e-6)
+    assert "the loop outside its steps (evaluations)" in proc.stdout
 
 
 def test_each_target_runs_its_own_size_sized_from_that_size_s_calibration(tmp_path):
@@ -221,3 +227,33 @@ def test_each_round_s_added_time_is_split_where_the_loop_begins():
         assert 0 < split["from_loop_s"]["median"] < 1.0, "the windows' and checks' fixed part, under a second"
         (line,) = benchmark["added_split_lines"](benchmark["summarise"](target["runs"]))
         assert f"before the loop {split['before_loop_s']['median']:+.2f} s" in line
+
+
+def test_what_watch_added_from_the_loop_on_is_split_by_where_in_the_loop_it_fell():
+    """Each part of the loop is the watched run's time there less the plain run's beside it: the first steps (a new
+    signature's first window and checks), the step after each evaluation (the evaluation's window stops in it), the
+    other steps, the evaluations between steps, the exit; the parts add up to the round's added loop and exit."""
+    benchmark = runpy.run_path(str(SCRIPT))
+
+    def run(steps_ms: list[float], loop_s: float, after_s: float) -> dict:
+        return {"step_ms": steps_ms, "eval_every": 4, "loop_s": loop_s, "after_s": after_s,
+                "start_up_s": 5.0, "wall_s": 5.0 + loop_s + after_s}
+
+    plain = [run([400.0, 20.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0], 0.60, 1.0)]
+    # watched: 300 ms more in the first steps, 50 ms in the step after the first evaluation (index 4) and 30 ms in the
+    # one after the second (index 8), 1 ms in each of the 5 others, 40 ms more outside the steps, 20 ms at exit
+    watched = [run([500.0, 210.0, 20.0, 11.0, 60.0, 11.0, 11.0, 11.0, 40.0, 11.0], 0.60 + 0.441, 1.02)]
+    split = benchmark["loop_split"](watched, plain)
+    assert split["first_steps_s"]["median"] == pytest.approx(0.300)
+    assert split["after_evaluation_s"]["median"] == pytest.approx(0.080)
+    assert split["other_steps_s"]["median"] == pytest.approx(0.005) and split["other_steps"] == 5
+    assert split["outside_steps_s"]["median"] == pytest.approx(0.441 - 0.385)
+    assert split["exit_s"]["median"] == pytest.approx(0.020)
+    added_from_loop = benchmark["added_split"](watched, plain)["from_loop_s"]["median"]
+    assert sum(split[p]["median"] for p in benchmark["LOOP_PARTS"]) == pytest.approx(added_from_loop)
+    row = {"plain": {"wall_s": {"median": 6.6}},
+           "watched": {"added_s": benchmark["added_split"](watched, plain), "loop_split": split}}
+    lines = benchmark["added_split_lines"](row)
+    assert "the other 5 steps +0.005 s [+0.005..+0.005] (+1.00 ms a step)" in lines[1]
+    # a run recorded before the steps were kept has no split
+    assert benchmark["loop_split"]([{k: v for k, v in watched[0].items() if k != "step_ms"}], plain) is None

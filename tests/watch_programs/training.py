@@ -144,7 +144,8 @@ def main(argv: list[str]) -> None:
     device_name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
     with open(out_path, "w") as f:
         json.dump({"started": started, "imported": imported, "device_ready": device_ready, "loop": loop,
-                   "ended": ended, "step_ms": step_ms, "evals": evals, "total": total, "device_name": device_name}, f)
+                   "ended": ended, "step_ms": step_ms, "evals": evals, "eval_every": EVAL_EVERY, "total": total,
+                   "device_name": device_name}, f)
 
 
 if __name__ == "__main__":
