@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .output_check import MAX_SCORES, block_mask, blocks
+from .output_check import MAX_SCORES, block_mask, blocks, by_query_head, probabilities
 
 GRADIENT_SCORE_BYTES = 32
 """Bytes a block of the reference may hold per query-key score: at most three float64 arrays of its scores at once
@@ -28,11 +28,6 @@ GRADIENT_SCORE_BYTES = 32
 
 def _four_d(t: torch.Tensor) -> torch.Tensor:
     return t.unsqueeze(0) if t.dim() == 3 else t
-
-
-def _by_query_head(t: torch.Tensor, group: int) -> torch.Tensor:
-    """A block of key/value heads repeated for their query heads (dimension 1)."""
-    return t if group == 1 else t.repeat_interleave(group, dim=1)
 
 
 def _by_kv_head(t: torch.Tensor, group: int) -> torch.Tensor:
@@ -62,20 +57,12 @@ def reference_gradients(q, k, v, mask, causal, scale, gqa, grad_out):
     dead_rows = torch.zeros(q.shape[:-1] + (1,), dtype=torch.bool, device=q.device) if masking else None
     kv_comparable = torch.ones((), dtype=torch.bool, device=q.device) if masking else None
     for b, hs, kvs, rs in blocks(q, k, gqa, GRADIENT_SCORE_BYTES):
-        kb, vb = (_by_query_head(t[b, kvs].double(), group) for t in (k, v))
+        kb, vb = (by_query_head(t[b, kvs].double(), group) for t in (k, v))
         qb, gob = q[b, hs, rs].double(), grad_out[b, hs, rs].double()
-        s = torch.matmul(qb, kb.transpose(-1, -2)).mul_(scale)
-        m = block_mask(mask, causal, b, hs, rs, keys, q.device)
-        if m is not None:
-            s = s.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else s.add_(m.double())
+        p, dead = probabilities(qb, kb, block_mask(mask, causal, b, hs, rs, keys, q.device), scale, masking)
         if masking:
-            dead = torch.isneginf(s).all(-1, keepdim=True)
             dead_rows[b, hs, rs] = dead
-            p = torch.softmax(s.masked_fill_(dead, 0.0), -1).masked_fill_(dead, 0.0)
             kv_comparable &= ~(dead & (gob != 0).any(-1, keepdim=True)).any()
-        else:
-            p = torch.softmax(s, -1)
-        del s
         o = torch.matmul(p, vb)
         dp = torch.matmul(gob, vb.transpose(-1, -2))
         delta = (gob * o).sum(-1, keepdim=True)

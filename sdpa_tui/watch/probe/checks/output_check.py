@@ -1,5 +1,6 @@
-"""A sampled check of a watched program's SDPA outputs: the call's output against SDPA in float64 with MATH on
-copies of the same inputs, at a signature's first call and then every ``CHECK_EVERY``-th, at most ``MAX_CHECKS``
+"""A sampled check of a watched program's SDPA outputs: the call's output against SDPA in float64 on copies of the
+same inputs, computed as torch's MATH backend computes it (from the attention equations: :func:`reference`; "float64
+MATH" in the report), at a signature's first call and then every ``CHECK_EVERY``-th, at most ``MAX_CHECKS``
 times (one due while a profiler window records runs once the window has stopped: ``held_checks.py``). A NaN or
 Inf in the output is flagged at once. The reference is computed in blocks (a batch element, the
 query heads of one key/value head, a band of query rows) of at most ``BLOCK_BYTES`` of float64 scores, so a real
@@ -9,8 +10,9 @@ H100, docs/lab-notes/watch-truth.md), and the check says how many there were and
 
 The check uses few kinds of ops: on a GPU each op new to the process loads its kernels the first time it runs (30
 to 120 ms an op on an H200, paid once per process on the program's thread), so a causal block's mask is added as
-float64 (no boolean ops), a NaN or Inf in a checked output is read from the comparison's own maximum (no
-``isfinite`` pass), and the blocks' results are reduced on the host.
+float64 (no boolean ops), the reference uses the gradient comparison's own ops (torch's MATH op also looks for
+rows with every key masked on every call), a NaN or Inf in a checked output is read from the comparison's own maximum
+(no ``isfinite`` pass), and the blocks' results are reduced on the host.
 
 The program's results never change: its output tensor is returned untouched and the reference is computed on
 detached float64 copies, under ``no_grad``. A call with dropout is not checked (its random mask cannot be
@@ -43,17 +45,47 @@ def due(count: int, check: OutputCheck, owed: bool = False) -> bool:
     return (owed or count == 1 or not count & (CHECK_EVERY - 1)) and check.samples < MAX_CHECKS and not check.note
 
 
-def reference(q, k, v, mask, causal, scale, gqa):
-    """SDPA in float64 by torch's MATH kernel, called as an op: ``sdpa_kernel([MATH])`` would switch the other
-    backends off for the whole process, and another thread's call meanwhile would run MATH (its result changed:
-    seen in ``tests/watch_programs/concurrency.py``); nor is it the watch's wrapper, so no call of the program's."""
+def by_query_head(t: torch.Tensor, group: int) -> torch.Tensor:
+    """Key or value heads repeated for their ``group`` query heads each (the heads' dimension, -3), as
+    ``enable_gqa`` shares them."""
+    return t if group == 1 else t.repeat_interleave(group, dim=-3)
+
+
+def probabilities(q, k, mask, scale, masking):
+    """``P = softmax(scale * Q Kᵀ + mask)`` in float64 from float64 ``q`` and ``k`` (k's heads already matched to q's),
+    ``mask`` added (float) or applied (boolean: False masks), and the query rows whose every key is masked (``dead``,
+    keepdim) where ``masking``: those rows' P is 0, as torch's MATH backend writes. Without ``masking`` (no mask, or
+    torch's top-left causal one: every row keeps a key) no op is spent on them and ``dead`` is None: plain softmax is
+    exact there, and each op new to the process loads its kernels on a GPU."""
+    s = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)
+    if mask is not None:
+        s = s.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool else s.add_(mask.double())
+    if not masking:
+        return torch.softmax(s, -1), None
+    dead = torch.isneginf(s).all(-1, keepdim=True)
+    return torch.softmax(s.masked_fill_(dead, 0.0), -1).masked_fill_(dead, 0.0), dead
+
+
+def reference(q, k, v, mask, causal, scale, gqa, first_row=0):
+    """SDPA in float64 on detached copies of the inputs, from its equations (:func:`probabilities`, then ``P V``),
+    ``causal`` the top-left causal mask of rows from ``first_row`` on (a band of a call's rows: ``blocks``):
+    the ops the gradient comparison uses too (``gradient_reference.py``), so the two checks load few kernels between
+    them; torch's MATH op held more (its safe softmax looks for dead rows on every call). Neither
+    ``sdpa_kernel([MATH])``, which would switch the other backends off for the whole process (another thread's call
+    meanwhile would run MATH, its result changed: seen in ``tests/watch_programs/concurrency.py``), nor the watch's
+    wrapper, so no call of the program's."""
     q, k, v = (t.detach().double() for t in (q, k, v))
-    if mask is not None and mask.dtype == torch.bool:  # as SDPA converts a boolean mask before its kernels
-        mask = torch.zeros(mask.shape, dtype=torch.float64, device=mask.device).masked_fill(~mask, float("-inf"))
-    elif mask is not None:
-        mask = mask.detach().double()
-    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v, mask, 0.0, causal, scale=scale,
-                                                             enable_gqa=gqa)[0]
+    group = 1
+    if gqa and q.dim() >= 3:
+        if q.shape[-3] % k.shape[-3]:
+            raise ValueError(f"{q.shape[-3]} query heads are not a multiple of {k.shape[-3]} key/value heads")
+        group = q.shape[-3] // k.shape[-3]
+    k, v = by_query_head(k, group), by_query_head(v, group)
+    if causal:
+        mask = block_mask(None, True, None, None, slice(first_row, first_row + q.shape[-2]), k.shape[-2], q.device)
+    scale = 1.0 / q.shape[-1] ** 0.5 if scale is None else scale
+    p, _ = probabilities(q, k, mask, scale, masking=mask is not None and not causal)
+    return torch.matmul(p, v)
 
 
 SCORE_BYTES = 16
@@ -160,9 +192,9 @@ def reference_error(out, q, k, v, mask, causal, scale, gqa) -> Comparison:
     seen = _Comparison(len(parts), q.device)
     for b, heads, kv_heads, rows in parts:
         kv = kv_heads if gqa else heads
-        part = block_mask(mask, causal, b, heads, rows, k.shape[-2], q.device)
-        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, False, scale, gqa)
-        seen.add(out[b, heads, rows], ref, None if causal else part)  # top-left causal: every row keeps key 0
+        part = None if causal else block_mask(mask, False, b, heads, rows, k.shape[-2], q.device)
+        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, causal, scale, gqa, rows.start)
+        seen.add(out[b, heads, rows], ref, part)  # top-left causal: every row keeps key 0
     return seen.result()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from sdpa_tui.core.calls.watched_calls import OutputCheck
 from sdpa_tui.watch.probe.checks import output_check
@@ -157,7 +158,9 @@ def test_a_training_calls_checks_use_no_boolean_or_extra_reduction_ops_without_a
     """On a GPU each op new to the process loads its kernels the first time it runs (30 to 120 ms an op on an H200,
     on the program's thread; docs/lab-notes/watch-truth.md): a call with no mask, or torch's causal one, has no row
     that loses every key, so its forward check and gradient comparison need no boolean mask, no dead-row
-    bookkeeping, no separate NaN pass and no extra reductions beside the float64 math."""
+    bookkeeping, no separate NaN pass and no extra reductions beside the float64 math; and the forward check computes
+    its reference with the gradient comparison's own ops, not torch's MATH op, whose safe softmax looks for rows
+    with every key masked on every call (``isneginf``, ``all``, ``where`` on the device)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from sdpa_tui.watch.probe.checks import gradient_reference
@@ -184,5 +187,37 @@ def test_a_training_calls_checks_use_no_boolean_or_extra_reduction_ops_without_a
                                                                 grads))
     assert check.ok is True and set(errors) == {"dq", "dk", "dv"}
     needless = {"isfinite", "eq", "ne", "gt", "all", "any", "bitwise_not", "bitwise_and", "logical_not", "masked_fill",
-                "masked_fill_", "isneginf", "where", "maximum", "max", "stack", "cat", "div", "tril"}
+                "masked_fill_", "isneginf", "where", "maximum", "max", "stack", "cat", "div", "tril", "_safe_softmax",
+                "_scaled_dot_product_attention_math"}
     assert not ops.names & needless, sorted(ops.names & needless)
+
+
+def _dead_rows_bool(b, h, r, s):
+    keep = torch.rand(b, h, r, s, generator=torch.Generator().manual_seed(3)) > 0.5
+    keep[:, :, ::5] = False  # every fifth query row has no key: torch's MATH writes 0 there
+    return keep
+
+
+@pytest.mark.parametrize("case", ["none", "causal", "causal, more rows than keys", "bool with dead rows",
+                                  "float with dead rows", "gqa", "3-d"])
+def test_the_reference_from_the_equations_is_torchs_math_op_in_float64(case):
+    """The forward check's reference (softmax(scale Q Kᵀ + mask) V in float64, the gradient comparison's own ops) is
+    what torch's MATH op computes in float64 on the same inputs, rows with every key masked (0) included."""
+    rows, keys = (40, 16) if "more rows" in case else (24, 40)
+    q, k, v = _inputs(heads=4, kv_heads=2 if case == "gqa" else 4, rows=rows, keys=keys)
+    mask, causal, gqa = None, case.startswith("causal"), case == "gqa"
+    if case == "bool with dead rows":
+        mask = _dead_rows_bool(2, 4, rows, keys)
+    elif case == "float with dead rows":
+        mask = torch.zeros(2, 1, rows, keys).masked_fill(~_dead_rows_bool(2, 1, rows, keys), float("-inf"))
+    elif case == "3-d":
+        q, k, v = q[0], k[0], v[0]
+    ours = output_check.reference(q, k, v, mask, causal, 0.3, gqa)
+    with sdpa_kernel([SDPBackend.MATH]):
+        torchs = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                mask.double() if mask is not None and mask.is_floating_point() else mask,
+                                                is_causal=causal, scale=0.3, enable_gqa=gqa)
+    assert ours.dtype == torch.float64 and ours.shape == torchs.shape
+    torch.testing.assert_close(ours, torchs, rtol=1e-12, atol=1e-14)
+    if "dead" in case:
+        assert (ours[:, :, ::5] == 0).all() and ours.abs().amax() > 0
