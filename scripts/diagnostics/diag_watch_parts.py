@@ -13,7 +13,8 @@
 The parts are switched off by this file itself, run by watch as the program (``--as-program VARIANT``), which patches
 the probe and then runs training.py as ``__main__``. Each run is a fresh process; variants alternate over ROUNDS
 rounds. The table gives medians: the command's wall time, the program's loop, each step (with more than 10 steps: the
-first, the sum of all, and the dearest others), and the time from the loop's end to the command's exit. With
+first, the sum of all, the steady step, each run's median from the 11th step on, and the dearest others), and the time
+from the loop's end to the command's exit. With
 ``--keep-windows DIR`` each watched run's window log (``SDPA_TUI_KEEP_TRACES``: each window's start, stop and calls)
 is kept in DIR and printed with its run, its traces deleted.
 
@@ -116,8 +117,9 @@ def main() -> int:
         steps = [statistics.median(x["step_ms"][i] for x in runs) for i in range(args.steps)]
         if len(steps) > 10:
             dearest = sorted(range(1, len(steps)), key=lambda i: -steps[i])[:6]
-            shown = (f"first {steps[0]:.1f}, all {sum(steps):.1f}, dearest others "
-                     + ", ".join(f"#{i} {steps[i]:.1f}" for i in sorted(dearest)))
+            steady = statistics.median(statistics.median(x["step_ms"][10:]) for x in runs)
+            shown = (f"first {steps[0]:.1f}, all {sum(steps):.1f}, steady {steady:.2f} (each run's median step from "
+                     f"the 11th), dearest others " + ", ".join(f"#{i} {steps[i]:.1f}" for i in sorted(dearest)))
         else:
             shown = " ".join(f"{s:.1f}" for s in steps)
         print(f"{v:<12} {statistics.median(x['wall_s'] for x in runs):7.2f} "
