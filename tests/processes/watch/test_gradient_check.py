@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from support.paths import REPO
 from support.watching import ENV, watch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sdpa_tui.watch.probe.checks import gradient_reference, output_check
 
@@ -173,3 +174,41 @@ def test_a_second_backward_through_a_sampled_call_gives_the_gradients_it_gives_u
         assert torch.allclose(x.grad, 2 * once)
     finally:
         probe._stop.set()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_the_sentinel_counts_every_nan_and_inf_and_nothing_finite(dtype):
+    """Each tensor's count is its NaN and ±Inf elements, as ``isfinite`` counts them: none of the finite extremes
+    (the dtype's largest and smallest magnitudes, subnormals, -0.0), and 0 for a gradient the backward did not make."""
+    from sdpa_tui.watch.probe.checks.gradient_sentinel import CallTensors, _nonfinite_counts
+
+    info = torch.finfo(dtype)
+    extremes = torch.tensor([info.max, -info.max, info.tiny, info.tiny / 4, -0.0, 0.0, 1.0], dtype=dtype)
+    gen = torch.Generator().manual_seed(0)
+
+    def with_bad(n_nan: int, n_inf: int) -> torch.Tensor:
+        x = torch.cat([torch.randn(60, generator=gen).to(dtype), extremes])
+        x[:n_nan] = float("nan")
+        x[n_nan:n_nan + n_inf] = float("inf") if n_inf % 2 else -float("inf")
+        return x.view(1, 1, -1, 1)
+
+    tensors = CallTensors(with_bad(0, 0), with_bad(1, 0), with_bad(0, 2), None, 0.0, True, None, False,
+                          grad_out=with_bad(3, 1), grads=(with_bad(2, 3), None, with_bad(0, 0)))
+    kinds = _OpKinds()
+    with kinds:
+        counts = _nonfinite_counts(tensors).tolist()
+    expected = [int((~torch.isfinite(x)).sum()) if x is not None else 0
+                for x in (*tensors.grads, tensors.grad_out, tensors.q, tensors.k, tensors.v)]
+    assert counts == expected == [5, 0, 0, 4, 0, 1, 2]
+    # few kinds of ops, each loaded once on a GPU at the program's first sampled backward: no isfinite pass
+    assert kinds.names <= {"sub", "ne", "sum", "stack", "new_zeros", "zeros"}, sorted(kinds.names)
+
+
+class _OpKinds(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))

@@ -67,7 +67,7 @@ class CallTensors:
 
 @dataclass
 class _Pending:
-    """A sample's device-side counts, waiting for the GPU: dq, dk, dv, grad_out, inputs."""
+    """A sample's device-side counts, waiting for the GPU: dq, dk, dv, grad_out, q, k, v."""
 
     counts: torch.Tensor  # on the host (pinned) once ``event`` has passed
     event: object | None
@@ -127,14 +127,19 @@ def _tensors(t: CallTensors) -> tuple:
 
 
 def _nonfinite_counts(t: "CallTensors") -> torch.Tensor:
-    """dq, dk, dv, grad_out, q + k + v: how many elements of each are NaN or Inf (a gradient not computed: 0),
-    as one int64 tensor on the call's device, computed there."""
-    zero = t.q.new_zeros((), dtype=torch.int64)
-
-    def count(x) -> torch.Tensor:
-        return (~torch.isfinite(x)).sum() if isinstance(x, torch.Tensor) and x.is_floating_point() else zero
-
-    return torch.stack([*(count(g) for g in t.grads), count(t.grad_out), count(t.q) + count(t.k) + count(t.v)])
+    """dq, dk, dv, grad_out, q, k, v: how many elements of each are NaN or Inf (a gradient not computed: 0), as one
+    int64 tensor on the call's device, computed there. ``x - x`` is exactly 0 for a finite x and NaN for NaN and ±Inf,
+    so each count is two elementwise kernels and a sum (``isfinite`` and its negation are five: on a GPU each kind of
+    kernel new to the process is loaded at its first use, on the program's backward)."""
+    zero = None
+    counts = []
+    for x in (*t.grads, t.grad_out, t.q, t.k, t.v):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            counts.append((x - x).ne(0).sum())
+        else:
+            zero = t.q.new_zeros((), dtype=torch.int64) if zero is None else zero
+            counts.append(zero)
+    return torch.stack(counts)
 
 
 class GradientSentinel:
@@ -222,8 +227,9 @@ class GradientSentinel:
 
     # -- reading the counts ---------------------------------------------------------------------
     def _read(self, state: SignatureGradients, counts: list[int], t: CallTensors | None) -> bool:
-        """Count one sample; whether everything in it was finite."""
-        dq, dk, dv, grad_out, inputs = (int(x) for x in counts)
+        """Count one sample (:func:`_nonfinite_counts`); whether everything in it was finite."""
+        dq, dk, dv, grad_out, *each_input = (int(x) for x in counts)
+        inputs = sum(each_input)
         with self._lock:
             c = state.check
             c.samples += 1
