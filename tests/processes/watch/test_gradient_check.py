@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from support.op_kinds import OpKinds
 from support.paths import REPO
 from support.watching import ENV, watch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from sdpa_tui.watch.probe.checks import gradient_reference, output_check
 
@@ -194,7 +194,7 @@ def test_the_sentinel_counts_every_nan_and_inf_and_nothing_finite(dtype):
 
     tensors = CallTensors(with_bad(0, 0), with_bad(1, 0), with_bad(0, 2), None, 0.0, True, None, False,
                           grad_out=with_bad(3, 1), grads=(with_bad(2, 3), None, with_bad(0, 0)))
-    kinds = _OpKinds()
+    kinds = OpKinds()
     with kinds:
         counts = _nonfinite_counts(tensors).tolist()
     expected = [int((~torch.isfinite(x)).sum()) if x is not None else 0
@@ -202,13 +202,3 @@ def test_the_sentinel_counts_every_nan_and_inf_and_nothing_finite(dtype):
     assert counts == expected == [5, 0, 0, 4, 0, 1, 2]
     # few kinds of ops, each loaded once on a GPU at the program's first sampled backward: no isfinite pass
     assert kinds.names <= {"sub", "ne", "sum", "stack", "new_zeros", "zeros"}, sorted(kinds.names)
-
-
-class _OpKinds(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.add(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))

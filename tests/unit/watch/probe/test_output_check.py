@@ -161,26 +161,17 @@ def test_a_training_calls_checks_use_no_boolean_or_extra_reduction_ops_without_a
     bookkeeping, no separate NaN pass and no extra reductions beside the float64 math; and the forward check computes
     its reference with the gradient comparison's own ops, not torch's MATH op, whose safe softmax looks for rows
     with every key masked on every call (``isneginf``, ``all``, ``where`` on the device)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from support.op_kinds import OpKinds
 
     from sdpa_tui.watch.probe.checks import gradient_reference
     from sdpa_tui.watch.probe.checks.gradient_sentinel import CallTensors
-
-    class Ops(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.names: set[str] = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.add(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
 
     q, k, v = (t.requires_grad_() for t in _inputs(kv_heads=4))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     grad_out = torch.randn_like(out)
     grads = torch.autograd.grad(out, (q, k, v), grad_out)
     q, k, v, out = (t.detach() for t in (q, k, v, out))
-    check, ops = OutputCheck(), Ops()
+    check, ops = OutputCheck(), OpKinds()
     with ops:
         output_check.check_output(check, out, q, k, v, None, 0.0, causal, None, False)
         errors = gradient_reference.relative_errors(CallTensors(q, k, v, None, 0.0, causal, None, False, grad_out,
