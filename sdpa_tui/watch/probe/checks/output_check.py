@@ -67,10 +67,11 @@ def probabilities(q, k, mask, scale, masking):
 
 
 def reference(q, k, v, mask, causal, scale, gqa, first_row=0):
-    """SDPA in float64 on detached copies of the inputs, from its equations (:func:`probabilities`, then ``P V``),
-    ``causal`` the top-left causal mask of rows from ``first_row`` on (a band of a call's rows: ``blocks``):
-    the ops the gradient comparison uses too (``gradient_reference.py``), so the two checks load few kernels between
-    them; torch's MATH op held more (its safe softmax looks for dead rows on every call). Neither
+    """SDPA in float64 on detached copies of the inputs, from its equations (:func:`probabilities`, then ``P V``), and
+    the query rows whose every key is masked (None without an explicit mask); ``causal`` the top-left causal mask of
+    rows from ``first_row`` on (a band of a call's rows: ``blocks``): the ops the gradient comparison uses too
+    (``gradient_reference.py``), so the two checks load few kernels between them; torch's MATH op runs more (its safe
+    softmax looks for dead rows on every call). Neither
     ``sdpa_kernel([MATH])``, which would switch the other backends off for the whole process (another thread's call
     meanwhile would run MATH, its result changed: seen in ``tests/watch_programs/concurrency.py``), nor the watch's
     wrapper, so no call of the program's."""
@@ -82,10 +83,10 @@ def reference(q, k, v, mask, causal, scale, gqa, first_row=0):
         group = q.shape[-3] // k.shape[-3]
     k, v = by_query_head(k, group), by_query_head(v, group)
     if causal:
-        mask = block_mask(None, True, None, None, slice(first_row, first_row + q.shape[-2]), k.shape[-2], q.device)
+        mask = causal_mask(slice(first_row, first_row + q.shape[-2]), k.shape[-2], q.device)
     scale = 1.0 / q.shape[-1] ** 0.5 if scale is None else scale
-    p, _ = probabilities(q, k, mask, scale, masking=mask is not None and not causal)
-    return torch.matmul(p, v)
+    p, dead = probabilities(q, k, mask, scale, masking=mask is not None and not causal)
+    return torch.matmul(p, v), dead
 
 
 SCORE_BYTES = 16
@@ -121,13 +122,18 @@ def blocks(q, k, gqa, score_bytes: int = SCORE_BYTES):
                 yield slice(b, b + 1), slice(h * group, (h + 1) * group), slice(h, h + 1), slice(r0, min(rows, r0 + step))
 
 
+def causal_mask(rows: slice, keys: int, device) -> torch.Tensor:
+    """``rows``' part of torch's top-left causal mask, as float64 to add to the scores: -inf above the diagonal
+    ``rows.start`` places (row i keeps keys up to ``rows.start + i``)."""
+    return torch.full((rows.stop - rows.start, keys), float("-inf"), dtype=torch.float64, device=device).triu(
+        rows.start + 1)
+
+
 def block_mask(mask, causal, b, heads, rows, keys, device):
     """The block's part of the call's mask (3-d: heads, rows, keys; dimensions of 1 where it broadcasts), or for
-    ``is_causal`` the rows' part of torch's top-left causal mask, as float64 to add to the scores (-inf above the
-    diagonal ``rows.start`` places: row i keeps keys up to ``rows.start + i``)."""
+    ``is_causal`` the rows' part of torch's top-left causal mask (:func:`causal_mask`)."""
     if causal:
-        return torch.full((rows.stop - rows.start, keys), float("-inf"), dtype=torch.float64,
-                          device=device).triu(rows.start + 1)
+        return causal_mask(rows, keys, device)
     if mask is None:
         return None
     full = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
@@ -160,19 +166,19 @@ class _Comparison:
         self.rows = torch.zeros(count, 5, dtype=torch.float64, device=device)
         self.filled = 0
 
-    def add(self, out, ref, mask) -> None:
-        """One block; ``mask`` (boolean or float) where rows may have every key masked, else None."""
+    def add(self, out, ref, dead) -> None:
+        """One block; ``dead``, its query rows whose every key is masked (keepdim, from :func:`reference`), or None
+        where no row can lose every key."""
         row = self.rows[self.filled]
         self.filled += 1
         out = out.detach().double()
         gap = (out - ref).abs().amax(-1)
         row[1] = ref.abs().amax()
         row[4] = out.abs().amax()
-        if mask is None or mask.shape[-1] == 0:
+        if dead is None:
             row[0] = gap.amax()
             return
-        dead = ~(mask if mask.dtype == torch.bool else mask > float("-inf")).any(-1)
-        dead = dead.expand(gap.shape)
+        dead = dead.squeeze(-1)
         row[0] = gap.masked_fill(dead, 0).amax()
         row[2] = dead.sum()
         row[3] = out.abs().amax(-1).masked_fill(~dead, 0).amax()
@@ -186,15 +192,15 @@ def reference_error(out, q, k, v, mask, causal, scale, gqa) -> Comparison:
     """The output against the float64 reference, ``ref`` computed block by block (:class:`Comparison`)."""
     if q.dim() != 4 or k.dim() != 4 or (gqa and q.shape[1] % k.shape[1]):
         seen = _Comparison(1, q.device)
-        seen.add(out, reference(q, k, v, mask, causal, scale, gqa), None if causal else mask)
+        seen.add(out, *reference(q, k, v, mask, causal, scale, gqa))
         return seen.result()
     parts = list(blocks(q, k, gqa))
     seen = _Comparison(len(parts), q.device)
     for b, heads, kv_heads, rows in parts:
         kv = kv_heads if gqa else heads
         part = None if causal else block_mask(mask, False, b, heads, rows, k.shape[-2], q.device)
-        ref = reference(q[b, heads, rows], k[b, kv], v[b, kv], part, causal, scale, gqa, rows.start)
-        seen.add(out[b, heads, rows], ref, part)  # top-left causal: every row keeps key 0
+        seen.add(out[b, heads, rows], *reference(q[b, heads, rows], k[b, kv], v[b, kv], part, causal, scale, gqa,
+                                                 rows.start))
     return seen.result()
 
 

@@ -203,7 +203,7 @@ def test_the_reference_from_the_equations_is_torchs_math_op_in_float64(case):
         mask = torch.zeros(2, 1, rows, keys).masked_fill(~_dead_rows_bool(2, 1, rows, keys), float("-inf"))
     elif case == "3-d":
         q, k, v = q[0], k[0], v[0]
-    ours = output_check.reference(q, k, v, mask, causal, 0.3, gqa)
+    ours, dead = output_check.reference(q, k, v, mask, causal, 0.3, gqa)
     with sdpa_kernel([SDPBackend.MATH]):
         torchs = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                 mask.double() if mask is not None and mask.is_floating_point() else mask,
@@ -212,3 +212,6 @@ def test_the_reference_from_the_equations_is_torchs_math_op_in_float64(case):
     torch.testing.assert_close(ours, torchs, rtol=1e-12, atol=1e-14)
     if "dead" in case:
         assert (ours[:, :, ::5] == 0).all() and ours.abs().amax() > 0
+        assert dead[:, :, ::5].all()
+    else:
+        assert dead is None
