@@ -6,13 +6,16 @@
 - ``no-window``: no profiler window ever starts (no kernels, no kernel clock);
 - ``no-check``: no forward check against float64 MATH and no gradient comparison (``output_check.MAX_CHECKS = 0``);
 - ``no-sentinel``: no backward sentinel (no sampled call's gradients counted: ``gradient_sentinel.due`` never);
+- ``no-warm-up``: the checks' kernels not loaded ahead, on the probe's thread, once the program has its context
+  (``checks/kernel_warm_up.py``): they load at the checks' first run, on the program's thread;
 - ``bare``: all three off (the wrapper, its timing and its sites);
 - ``checks-in-window``: the checks due in a window run inside it, on the call, as before 2026-11-29 (not held until
   its stop: ``checks/held_checks.py``).
 
 The parts are switched off by this file itself, run by watch as the program (``--as-program VARIANT``), which patches
 the probe and then runs training.py as ``__main__``. Each run is a fresh process; variants alternate over ROUNDS
-rounds. The table gives medians: the command's wall time, the program's loop, each step (with more than 10 steps: the
+rounds. The table gives medians: the command's wall time, the build (model and optimizer, after the context), the
+program's loop, each step (with more than 10 steps: the
 first, the sum of all, the steady step, each run's median from the 11th step on, and the dearest others), and the time
 from the loop's end to the command's exit. With
 ``--keep-windows DIR`` each watched run's window log (``SDPA_TUI_KEEP_TRACES``: each window's start, stop and calls)
@@ -37,12 +40,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "watch_programs" / "training.py"
-VARIANTS = ("plain", "watched", "no-window", "no-check", "no-sentinel", "bare", "checks-in-window")
+VARIANTS = ("plain", "watched", "no-window", "no-check", "no-sentinel", "no-warm-up", "bare", "checks-in-window")
 
 
 def as_program(variant: str, argv: list[str]) -> None:
     """In the watched process, before training.py's first line: switch the variant's parts off."""
-    from sdpa_tui.watch.probe.checks import gradient_sentinel, output_check
+    from sdpa_tui.watch.probe.checks import gradient_sentinel, kernel_warm_up, output_check
     from sdpa_tui.watch.probe.checks.held_checks import HeldChecks
     from sdpa_tui.watch.probe.kernels.bursts import KernelBursts
 
@@ -53,6 +56,8 @@ def as_program(variant: str, argv: list[str]) -> None:
         output_check.MAX_CHECKS = 0
     if variant in ("no-sentinel", "bare"):
         gradient_sentinel.due = lambda count: False
+    if variant == "no-warm-up":
+        kernel_warm_up.ENABLED = False
     if variant == "checks-in-window":
         HeldChecks.hold = lambda self, run, tensors, owe: False
     sys.argv = [str(PROGRAM), *argv]
@@ -79,7 +84,8 @@ def run_once(variant: str, device: str, steps: int, tmp: str, keep: str | None =
     if proc.returncode != 0:
         sys.exit(f"{variant} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     own = json.loads(Path(times).read_text())
-    got = {"variant": variant, "wall_s": ended - t0, "loop_s": own["ended"] - own["loop"],
+    got = {"variant": variant, "wall_s": ended - t0, "build_s": own["loop"] - own["device_ready"],
+           "loop_s": own["ended"] - own["loop"],
            "after_s": ended - own["ended"], "step_ms": own["step_ms"], "device": own.get("device_name")}
     if keep and variant != "plain":
         got["windows"] = [line.rstrip() for log in sorted(Path(keep).glob("windows-*.log"))
@@ -112,7 +118,8 @@ def main() -> int:
                                os.path.join(args.keep_windows, f"{v}-{r}") if args.keep_windows else None)
                 results[v].append(got)
                 print(json.dumps(got), flush=True)
-    print(f"{'variant':<12} {'wall s':>7} {'loop s':>7} {'after s':>7}  steps ms   (medians over {args.rounds} rounds)")
+    print(f"{'variant':<12} {'wall s':>7} {'build s':>7} {'loop s':>7} {'after s':>7}  steps ms   (medians over "
+          f"{args.rounds} rounds)")
     for v, runs in results.items():
         steps = [statistics.median(x["step_ms"][i] for x in runs) for i in range(args.steps)]
         if len(steps) > 10:
@@ -123,7 +130,7 @@ def main() -> int:
         else:
             shown = " ".join(f"{s:.1f}" for s in steps)
         print(f"{v:<12} {statistics.median(x['wall_s'] for x in runs):7.2f} "
-              f"{statistics.median(x['loop_s'] for x in runs):7.3f} {statistics.median(x['after_s'] for x in runs):7.3f}"
+              f"{statistics.median(x['build_s'] for x in runs):7.2f} {statistics.median(x['loop_s'] for x in runs):7.3f} {statistics.median(x['after_s'] for x in runs):7.3f}"
               f"  {shown}")
     return 0
 

@@ -207,3 +207,42 @@ def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_
         independent = statistics.median(i for _, i in pairs)
         off = statistics.median(r - i for r, i in pairs)
         assert abs(off) <= max(0.05 * independent, 100.0), (backlog_cycles, host_gap_s, pairs)
+
+
+WARMED_BEFORE_THE_FIRST_CALL = """
+import json, time
+import torch
+import torch.nn.functional as F
+from sdpa_tui.core.calls.watched_calls import OutputCheck
+from sdpa_tui.watch.probe.checks import output_check
+from sdpa_tui.watch.probe.install import install
+
+torch.zeros(1, device="cuda")  # the program makes its context, then spends a while on its host
+probe = install(None)
+main_stream = torch.cuda.current_stream()
+deadline = time.monotonic() + 60
+while not probe.warm_up.done.is_set() and time.monotonic() < deadline:
+    sum(range(10_000))  # Python work, as an optimizer's construction does
+q, k, v = (torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+check = OutputCheck()
+output_check.check_output(check, out, q, k, v, None, 0.0, True, None, False)
+print(json.dumps({"warmed": probe.warm_up.warmed, "same_stream": torch.cuda.current_stream() == main_stream,
+                  "ok": check.ok, "samples": check.samples, "error": check.max_rel_error}))
+"""
+
+
+def test_the_checks_kernels_are_warmed_while_the_program_runs_python_after_its_context_and_its_checks_still_hold():
+    """Watch's warm-up (``watch/probe/checks/kernel_warm_up.py``) runs the three checks on tiny tensors once the
+    program has a context and before its first SDPA call, on a stream of its own: the program's thread keeps its
+    stream, and its own call's check afterwards compares as before (a real bf16 call within tolerance)."""
+    import subprocess
+
+    from support.watching import ENV
+
+    proc = subprocess.run([sys.executable, "-c", WARMED_BEFORE_THE_FIRST_CALL], capture_output=True, text=True,
+                          timeout=180, env=ENV, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["warmed"] == 6, got
+    assert got["same_stream"] and got["ok"] is True and got["samples"] == 1 and 0 < got["error"] < 1e-2, got

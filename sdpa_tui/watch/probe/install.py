@@ -11,6 +11,7 @@ import traceback
 import torch
 
 from ..states.state_socket import StateSender
+from .checks.kernel_warm_up import KernelWarmUp
 from .compiled_graphs import watch_graphs
 from .explain import origin
 from .fast_path import make_wrapper
@@ -113,6 +114,8 @@ def install(sender: StateSender | None, kernel_bursts: bool = True) -> Probe:
                             after_in_child=_after_fork_in_child)
         _fork_hook.append(True)
     _installed.append(probe)
+    probe.warm_up = KernelWarmUp(lambda: bool(probe.entries or probe.compiled))  # the checks' kernels, meanwhile
+    probe.warm_up.start()
     return probe
 
 
@@ -121,6 +124,8 @@ def uninstall(probe: Probe) -> None:
     compiled meanwhile, goes on counting into this probe, which starts no profiler window again."""
     probe.bursts.disable()
     probe.special = False
+    if probe.warm_up is not None:
+        probe.warm_up.stop()
     probe.rebindings.restore()
     if probe in _installed:
         _installed.remove(probe)

@@ -29,6 +29,7 @@ from ..states.state_socket import REPRO_DIR_ENV, StateSender
 from .checks import output_check, repro
 from .checks.gradient_sentinel import CallTensors, GradientSentinel, SignatureGradients
 from .checks.held_checks import HeldChecks
+from .checks.kernel_warm_up import KernelWarmUp
 from .explain import choice, origin, padding
 from .explain.environment_readings import EnvironmentReadings
 from .explain.flag_state import FlagState
@@ -85,6 +86,7 @@ class Probe:
         self.uninspected: list[UninspectedCalls] = [self.nested]
         self.rebindings = Rebindings()  # what install() rebound in torch, for uninstall() to put back
         self.leads = LeadClock()  # how far ahead of the GPU the host makes its calls, read after each window
+        self.warm_up: KernelWarmUp | None = None  # the checks' kernels loaded before the first call (install())
 
     @property
     def entries(self) -> list[Entry]:
@@ -394,6 +396,9 @@ class Probe:
         self._finished_pid = os.getpid()
         self._stop.set()
         self.bursts.stopped.set()
+        if self.warm_up is not None:  # not left loading kernels while the interpreter ends
+            self.warm_up.stop()
+            self.warm_up.done.wait(timeout=5.0)
         thread = self._thread
         if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state

@@ -180,7 +180,7 @@ def test_a_second_backward_through_a_sampled_call_gives_the_gradients_it_gives_u
 def test_the_sentinel_counts_every_nan_and_inf_and_nothing_finite(dtype):
     """Each tensor's count is its NaN and ±Inf elements, as ``isfinite`` counts them: none of the finite extremes
     (the dtype's largest and smallest magnitudes, subnormals, -0.0), and 0 for a gradient the backward did not make."""
-    from sdpa_tui.watch.probe.checks.gradient_sentinel import CallTensors, _nonfinite_counts
+    from sdpa_tui.watch.probe.checks.gradient_sentinel import CallTensors, nonfinite_counts
 
     info = torch.finfo(dtype)
     extremes = torch.tensor([info.max, -info.max, info.tiny, info.tiny / 4, -0.0, 0.0, 1.0], dtype=dtype)
@@ -196,7 +196,7 @@ def test_the_sentinel_counts_every_nan_and_inf_and_nothing_finite(dtype):
                           grad_out=with_bad(3, 1), grads=(with_bad(2, 3), None, with_bad(0, 0)))
     kinds = OpKinds()
     with kinds:
-        counts = _nonfinite_counts(tensors).tolist()
+        counts = nonfinite_counts(tensors).tolist()
     expected = [int((~torch.isfinite(x)).sum()) if x is not None else 0
                 for x in (*tensors.grads, tensors.grad_out, tensors.q, tensors.k, tensors.v)]
     assert counts == expected == [5, 0, 0, 4, 0, 1, 2]

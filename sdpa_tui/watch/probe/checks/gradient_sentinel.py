@@ -126,7 +126,7 @@ def _tensors(t: CallTensors) -> tuple:
     return (t.q, t.k, t.v, t.mask, t.grad_out, *t.grads)
 
 
-def _nonfinite_counts(t: "CallTensors") -> torch.Tensor:
+def nonfinite_counts(t: "CallTensors") -> torch.Tensor:
     """dq, dk, dv, grad_out, q, k, v: how many elements of each are NaN or Inf (a gradient not computed: 0), as one
     int64 tensor on the call's device, computed there. ``x - x`` is exactly 0 for a finite x and NaN for NaN and ±Inf,
     so each count is two elementwise kernels and a sum (``isfinite`` and its negation are five: on a GPU each kind of
@@ -175,7 +175,7 @@ class GradientSentinel:
 
     # -- in the backward (autograd's thread for the device) -----------------------------------
     def sampled(self, state: SignatureGradients, t: CallTensors, compare: bool) -> None:
-        counts = _nonfinite_counts(t)
+        counts = nonfinite_counts(t)
         with self._lock:
             c = state.check
             for g, x in zip(GRADIENTS, t.grads):
@@ -227,7 +227,7 @@ class GradientSentinel:
 
     # -- reading the counts ---------------------------------------------------------------------
     def _read(self, state: SignatureGradients, counts: list[int], t: CallTensors | None) -> bool:
-        """Count one sample (:func:`_nonfinite_counts`); whether everything in it was finite."""
+        """Count one sample (:func:`nonfinite_counts`); whether everything in it was finite."""
         dq, dk, dv, grad_out, *each_input = (int(x) for x in counts)
         inputs = sum(each_input)
         with self._lock:

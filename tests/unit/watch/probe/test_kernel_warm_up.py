@@ -1,0 +1,91 @@
+"""The checks' kernels are warmed once the program has made its CUDA context and before its first SDPA call, on the
+one device with a context, and never where the program calls SDPA first or several devices have a context. On a
+machine without a GPU the context is a fake (``context_device``) and the checks are counted, not run; on a GPU,
+``tests/gpu/test_watch_cuda.py`` runs them."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from sdpa_tui.watch.probe.checks import kernel_warm_up
+from sdpa_tui.watch.probe.checks.kernel_warm_up import KernelWarmUp
+
+
+class Program:
+    """What the warm-up looks at: the process's context (None, a device, -1 for several) and its calls so far."""
+
+    def __init__(self) -> None:
+        self.context: int | None = None
+        self.calls = 0
+        self.looked = threading.Event()  # the thread has looked for the context at least once
+        self.warmed_on: list[int] = []
+
+    def context_device(self) -> int | None:
+        self.looked.set()
+        return self.context
+
+    def run_checks_once(self, device: int, go_on) -> int:
+        self.warmed_on.append(device)
+        return 6 if go_on() else 0
+
+
+@pytest.fixture
+def program(monkeypatch):
+    program = Program()
+    monkeypatch.setattr(kernel_warm_up.torch.version, "cuda", "13.0")  # a CUDA build, as on a GPU machine
+    monkeypatch.setattr(kernel_warm_up, "context_device", program.context_device)
+    monkeypatch.setattr(kernel_warm_up, "run_checks_once", program.run_checks_once)
+    monkeypatch.setattr(kernel_warm_up, "POLL_S", 0.005)
+    return program
+
+
+def started(program: Program) -> KernelWarmUp:
+    warm = KernelWarmUp(lambda: program.calls > 0)
+    warm.start()
+    assert program.looked.wait(10.0), "the warm-up never looked for a context"
+    return warm
+
+
+def test_the_checks_are_warmed_once_on_the_device_whose_context_the_program_made(program):
+    warm = started(program)
+    assert not warm.done.is_set() and not program.warmed_on  # no context yet: it waits
+    program.context = 1
+    assert warm.done.wait(10.0)
+    assert program.warmed_on == [1] and warm.warmed == 6
+
+
+def test_nothing_is_warmed_where_the_program_calls_sdpa_before_its_context_is_seen(program):
+    warm = started(program)
+    program.calls = 1
+    assert warm.done.wait(10.0)
+    program.context = 0
+    assert program.warmed_on == [] and warm.warmed == 0
+
+
+def test_nothing_is_warmed_where_several_devices_have_a_context(program):
+    program.context = -1
+    warm = started(program)
+    assert warm.done.wait(10.0)
+    assert program.warmed_on == []
+
+
+def test_stopping_ends_the_wait_and_a_torch_without_cuda_starts_no_thread(program, monkeypatch):
+    warm = started(program)
+    warm.stop()
+    assert warm.done.wait(10.0) and program.warmed_on == []
+    monkeypatch.setattr(kernel_warm_up.torch.version, "cuda", None)
+    cpu_only = KernelWarmUp(lambda: False)
+    cpu_only.start()
+    assert cpu_only.done.is_set() and cpu_only._thread is None
+
+
+def test_a_failing_warm_up_ends_quietly(program, monkeypatch):
+    def fails(device, go_on):
+        raise RuntimeError("CUDA error: out of memory")
+
+    monkeypatch.setattr(kernel_warm_up, "run_checks_once", fails)
+    program.context = 0
+    warm = started(program)
+    assert warm.done.wait(10.0) and warm.warmed == 0
