@@ -435,6 +435,7 @@ class Probe:
         self.gradients.on_flagged = self.save_repro
         self.gradients.held = self.held
         self.leads = LeadClock()
+        self.warm_up = None  # the parent's thread is not the child's: nothing to wait for at its end
         self.flag_state.after_fork_in_child()
         start_over(self.uninspected)
         if self.sender is not None:

@@ -89,3 +89,16 @@ def test_a_failing_warm_up_ends_quietly(program, monkeypatch):
     program.context = 0
     warm = started(program)
     assert warm.done.wait(10.0) and warm.warmed == 0
+
+
+def test_a_forked_child_never_waits_at_its_end_for_the_parents_warm_up_thread():
+    """A fork copies the probe but not its threads: a warm-up under way in the parent would never finish in the
+    child, whose end would wait for it."""
+    from sdpa_tui.watch.probe.slow_path import Probe
+
+    probe = Probe(None)
+    probe.warm_up = KernelWarmUp(lambda: False)  # the parent's, under way (its ``done`` never set in the child)
+    probe.warm_up.done.wait = lambda timeout=None: pytest.fail("the child waited for its parent's warm-up")
+    probe.after_fork_in_child()
+    probe.finish()
+    assert probe.warm_up is None
