@@ -15,9 +15,8 @@
 The parts are switched off by this file itself, run by watch as the program (``--as-program VARIANT``), which patches
 the probe and then runs training.py as ``__main__``. Each run is a fresh process; variants alternate over ROUNDS
 rounds. The table gives medians: the command's wall time, the build (model and optimizer, after the context), the
-program's loop, each step (with more than 10 steps: the
-first, the sum of all, the steady step, each run's median from the 11th step on, and the dearest others), and the time
-from the loop's end to the command's exit. With
+program's loop, each step (with more than 10 steps: the first, the sum of all, the steady step, each run's median
+from the 11th step on, and the dearest others), and the time from the loop's end to the command's exit. With
 ``--keep-windows DIR`` each watched run's window log (``SDPA_TUI_KEEP_TRACES``: each window's start, stop and calls)
 is kept in DIR and printed with its run, its traces deleted.
 
