@@ -13,10 +13,11 @@ the probe's waits for the process's context and, before any SDPA call, runs the 
 on a stream of its own: the loads happen while the program's thread runs Python, and its first checks then run
 warm. Nothing of the program's is read or changed; the results are thrown away.
 
-It gives up, warming nothing, where the program calls SDPA (or runs a compiled graph) first (the checks then load
-their kernels at their first run, as before), where more than one device has a context (which one the calls will use
-is not known), or on a torch built without CUDA. Between its ops it looks again, so a program that starts its calls
-meanwhile is held up by at most one op's load.
+It gives up, warming nothing, where the program calls SDPA or ``torch.compile`` first (the checks then load their
+kernels at their first run, as before; a compiled program may capture CUDA graphs, which another thread's
+allocations would break), where more than one device has a context (which one the calls will use is not known), or
+on a torch built without CUDA; a forked child inherits no thread and warms nothing. Between its ops it looks again,
+so a program that starts its calls meanwhile is held up by at most one op's load.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class KernelWarmUp:
     """The thread that waits for the context and warms the checks once (``start``; ``stop`` ends it early)."""
 
     def __init__(self, calls_seen: Callable[[], bool]) -> None:
-        self.calls_seen = calls_seen  # has the program made an SDPA call or run a compiled graph?
+        self.calls_seen = calls_seen  # has the program called SDPA or torch.compile?
         self.warmed = 0  # checks run (a test and the diagnostics read it)
         self.done = threading.Event()  # the thread has finished, warmed or not
         self._stop = threading.Event()
