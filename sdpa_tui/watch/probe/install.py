@@ -125,7 +125,7 @@ def uninstall(probe: Probe) -> None:
     probe.bursts.disable()
     probe.special = False
     if probe.warm_up is not None:
-        probe.warm_up.stop()
+        probe.warm_up.stop(wait_s=5.0)
     probe.rebindings.restore()
     if probe in _installed:
         _installed.remove(probe)

@@ -396,9 +396,8 @@ class Probe:
         self._finished_pid = os.getpid()
         self._stop.set()
         self.bursts.stopped.set()
-        if self.warm_up is not None:  # not left loading kernels while the interpreter ends
-            self.warm_up.stop()
-            self.warm_up.done.wait(timeout=5.0)
+        if self.warm_up is not None:
+            self.warm_up.stop(wait_s=5.0)
         thread = self._thread
         if thread is not None and self._thread_pid == os.getpid() and thread is not threading.current_thread():
             thread.join(timeout=30.0)  # it may be reading a burst: its kernels belong in the final state

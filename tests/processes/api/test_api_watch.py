@@ -150,7 +150,9 @@ def test_leaving_the_block_puts_back_everything_it_changed_also_when_it_raises()
         attend()
     assert during["sdpa"] is not before["sdpa"] and during["compile"] is not before["compile"]
     assert during["env"]["SDPA_TUI_WATCH_SOCKET"]
-    assert set(during["threads"]) - set(before["threads"]) == {"sdpa-tui-watch-accept"}
+    added = set(during["threads"]) - set(before["threads"])
+    # the block's listener; on a torch built with CUDA also the checks' warm-up, waiting for a context
+    assert "sdpa-tui-watch-accept" in added and added <= {"sdpa-tui-watch-accept", "sdpa-tui-warm-up"}, added
     assert during["scripted_as"]["sdpa"] == "aten::scaled_dot_product_attention", "TorchScript sees the op"
     put_back(before)
     from torch.jit import _builtins

@@ -98,8 +98,13 @@ class KernelWarmUp:
         self._thread = threading.Thread(target=self._run, name="sdpa-tui-warm-up", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 0.0) -> None:
+        """End the thread's wait; with ``wait_s``, wait that long for it to end (not left loading kernels while
+        the interpreter ends, nor running past a block of the Python API)."""
         self._stop.set()
+        thread = self._thread
+        if wait_s and thread is not None and thread is not threading.current_thread():
+            thread.join(wait_s)
 
     def _go_on(self) -> bool:
         return not self._stop.is_set() and not self.calls_seen()

@@ -97,8 +97,8 @@ def test_a_forked_child_never_waits_at_its_end_for_the_parents_warm_up_thread():
     from sdpa_tui.watch.probe.slow_path import Probe
 
     probe = Probe(None)
-    probe.warm_up = KernelWarmUp(lambda: False)  # the parent's, under way (its ``done`` never set in the child)
-    probe.warm_up.done.wait = lambda timeout=None: pytest.fail("the child waited for its parent's warm-up")
+    probe.warm_up = KernelWarmUp(lambda: False)  # the parent's, under way
+    probe.warm_up.stop = lambda wait_s=0.0: wait_s and pytest.fail("the child waited for its parent's warm-up")
     probe.after_fork_in_child()
     probe.finish()
     assert probe.warm_up is None
