@@ -396,6 +396,8 @@ class Probe:
         self._finished_pid = os.getpid()
         self._stop.set()
         self.bursts.stopped.set()
+        if at_exit:  # windows are read in this process, a helper under way stopped: it would only lengthen the exit
+            self.bursts.ending.set()
         if self.warm_up is not None:
             self.warm_up.stop(wait_s=5.0)
         thread = self._thread

@@ -85,6 +85,7 @@ class KernelBursts:
         self.stopped = threading.Event()  # wakes the background thread to export a stopped window at once
         self._export_lock = threading.Lock()
         self.cupti = CuptiDetach()
+        self.ending = threading.Event()  # the process is ending: windows are read in it (``window_files.read``)
 
     def disable(self) -> None:
         """No window is ever due again (a block of the Python API has ended; its probe only counts)."""
@@ -248,8 +249,8 @@ class KernelBursts:
 
     def read_next(self, in_process: bool = False) -> WindowReading:
         """Background thread (or the process's end, ``in_process``): read the oldest exported window
-        (``window_files``)."""
-        return read(self.exported.pop(0), in_process)
+        (``window_files``); in this process once ``ending`` is set, a helper under way stopped."""
+        return read(self.exported.pop(0), in_process, self.ending)
 
 
 def _start(profiler) -> None:

@@ -109,8 +109,8 @@ def test_a_window_left_at_the_programs_end_is_read_in_the_process_not_a_helper(m
     from sdpa_tui.watch.probe.slow_path import Probe
 
     spawned = []
-    helper_run = subprocess.run
-    monkeypatch.setattr(window_files.subprocess, "run", lambda *a, **k: spawned.append(a) or helper_run(*a, **k))
+    helper = subprocess.Popen
+    monkeypatch.setattr(window_files.subprocess, "Popen", lambda *a, **k: spawned.append(a) or helper(*a, **k))
     trace = tmp_path / "window.json"
     trace.write_bytes(gzip.decompress(EFFICIENT.read_bytes()))
     probe = Probe(None)
@@ -121,3 +121,32 @@ def test_a_window_left_at_the_programs_end_is_read_in_the_process_not_a_helper(m
     probe.finish(at_exit=at_exit)
     assert (len(spawned), probe.sink.readings) == (0 if at_exit else 1, 1)
     assert len(probe.entries[3].stats.kernel_us) == 15
+
+
+def test_a_helper_still_reading_when_the_process_ends_is_stopped_and_its_window_read_in_the_process(monkeypatch,
+                                                                                                      tmp_path):
+    """A program that ends right after a window (3 steps of a decoder on an H200) waited at its exit for the helper's
+    whole read, 0.2 s more than plain: the helper is stopped and the window read in the process, the same reading."""
+    import gzip
+    import subprocess
+    import threading
+
+    from support.waiting import wait_until
+
+    from sdpa_tui.watch.probe.kernels import window_files
+
+    monkeypatch.setattr(window_files, "_HELPER", "import time; time.sleep(120)")  # a helper that never finishes
+    helpers = []
+    popen = subprocess.Popen
+    monkeypatch.setattr(window_files.subprocess, "Popen", lambda *a, **k: helpers.append(popen(*a, **k)) or helpers[-1])
+    trace = tmp_path / "window.json"
+    trace.write_bytes(gzip.decompress(EFFICIENT.read_bytes()))
+    ending, got = threading.Event(), []
+    reader = threading.Thread(target=lambda: got.append(window_files.read(str(trace), ending=ending)))
+    reader.start()
+    wait_until(lambda: helpers, 30, "the helper started")
+    ending.set()  # the program has finished
+    reader.join(60)
+    assert not reader.is_alive() and got == [read_window(load_trace(EFFICIENT))]
+    assert helpers[0].returncode is not None and helpers[0].returncode != 0  # stopped, not finished
+    assert not trace.exists()
