@@ -3,7 +3,7 @@
 # Fill them here once (both git-ignored through .git/info/exclude): `bash ../shared/device/wheels.sh` writes .whl;
 # `python3 -m pip download -d .tfw --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64
 # --platform manylinux2014_x86_64 --platform any transformers`, then drop from .tfw what the machine has (torch,
-# nvidia-*, triton, sympy, mpmath, networkx).
+# numpy, pygments, nvidia-*, triton, sympy, mpmath, networkx): a call carries 64 MiB with the tracked tree.
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
