@@ -56,7 +56,7 @@ def as_program(variant: str, argv: list[str]) -> None:
     if variant in ("no-sentinel", "bare"):
         gradient_sentinel.due = lambda count: False
     if variant == "no-warm-up":
-        kernel_warm_up.ENABLED = False
+        kernel_warm_up.run_checks_once = lambda device, go_on: 0
     if variant == "checks-in-window":
         HeldChecks.hold = lambda self, run, tensors, owe: False
     sys.argv = [str(PROGRAM), *argv]

@@ -34,8 +34,6 @@ from .gradient_sentinel import CallTensors, nonfinite_counts
 
 POLL_S = 0.05
 """How often the thread looks for the program's CUDA context (a Python flag read: nothing of CUDA is called)."""
-ENABLED = True
-"""Read when the context is found: off, nothing is warmed (``diag_watch_parts.py``'s ``no-warm-up``)."""
 SHAPE = (1, 2, 16, 8)
 """The tiny call the checks run on: a batch element, two heads, 16 rows, head dim 8."""
 
@@ -117,8 +115,7 @@ class KernelWarmUp:
                 if device == -1:
                     return
                 if device is not None:
-                    if ENABLED:
-                        self.warmed = run_checks_once(device, self._go_on)
+                    self.warmed = run_checks_once(device, self._go_on)
                     return
                 self._stop.wait(POLL_S)
         except Exception:  # noqa: BLE001 - the warm-up is an optimisation: the checks load their kernels themselves
