@@ -209,6 +209,52 @@ def test_the_host_lead_read_at_a_call_is_the_gpu_work_queued_before_it_timed_on_
         assert abs(off) <= max(0.05 * independent, 100.0), (backlog_cycles, host_gap_s, pairs)
 
 
+WARMED_DURING_A_CAPTURE = """
+import json, threading
+import torch
+from sdpa_tui.watch.probe.checks import kernel_warm_up
+from sdpa_tui.watch.probe.install import install
+
+capturing = threading.Event()
+context_device = kernel_warm_up.context_device
+kernel_warm_up.context_device = lambda: context_device() if capturing.is_set() else None  # sees it once capturing
+probe = install(None)
+x = torch.full((256, 256), 0.5, device="cuda")  # the program's context
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    y = x @ x  # the op run once before its capture, as torch's recipe asks
+torch.cuda.current_stream().wait_stream(side)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):  # torch's default: the global capture mode
+    y = x @ x
+    capturing.set()
+    warmed_in_time = probe.warm_up.done.wait(120)  # the warm-up runs whole while the program captures
+x.fill_(1.0)
+graph.replay()
+torch.cuda.synchronize()
+got = {"warmed": probe.warm_up.warmed, "in_time": warmed_in_time, "replayed": bool((y == 256.0).all())}
+probe.finish(at_exit=True)
+print(json.dumps(got))
+"""
+
+
+def test_the_warm_up_leaves_a_cuda_graph_the_program_captures_meanwhile_whole():
+    """A program that captures a CUDA graph (``torch.cuda.graph``, the global capture mode) while watch's warm-up
+    allocates and launches on its own thread: the capture succeeds and replays the program's op, and the warm-up's
+    checks all ran (its thread is in the relaxed capture mode; in the default mode its first allocation fails and
+    invalidates the program's capture)."""
+    import subprocess
+
+    from support.watching import ENV
+
+    proc = subprocess.run([sys.executable, "-c", WARMED_DURING_A_CAPTURE], capture_output=True, text=True,
+                          timeout=240, env=ENV, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got == {"warmed": 6, "in_time": True, "replayed": True}, got
+
+
 WARMED_BEFORE_THE_FIRST_CALL = """
 import json, time
 import torch

@@ -11,17 +11,21 @@ A training program's start-up spends seconds on its host after it has made its C
 step: building the optimizer imports ``torch._dynamo`` (3.5 s on an H200), loading data, compiling. So a thread of
 the probe's waits for the process's context and, before any SDPA call, runs the three checks once on tiny tensors
 on a stream of its own: the loads happen while the program's thread runs Python, and its first checks then run
-warm. Nothing of the program's is read or changed; the results are thrown away.
+warm. Nothing of the program's is read or changed; the results are thrown away. Its thread is put in CUDA's
+relaxed stream-capture mode first: a program that captures a CUDA graph meanwhile (``torch.cuda.graph`` captures in
+the global mode) would otherwise have its capture broken by the warm-up's allocations.
 
 It gives up, warming nothing, where the program calls SDPA or ``torch.compile`` first (the checks then load their
 kernels at their first run, as before; a compiled program may capture CUDA graphs, which another thread's
-allocations would break), where more than one device has a context (which one the calls will use is not known), or
-on a torch built without CUDA; a forked child inherits no thread and warms nothing. Between its ops it looks again,
+allocations would break), where more than one device has a context (which one the calls will use is not known),
+where its thread cannot be put in the relaxed capture mode, or on a torch built without CUDA; a forked child inherits no thread and warms nothing. Between its ops it looks again,
 so a program that starts its calls meanwhile is held up by at most one op's load.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 from collections.abc import Callable
 
@@ -36,6 +40,8 @@ POLL_S = 0.05
 """How often the thread looks for the program's CUDA context (a Python flag read: nothing of CUDA is called)."""
 SHAPE = (1, 2, 16, 8)
 """The tiny call the checks run on: a batch element, two heads, 16 rows, head dim 8."""
+CAPTURE_MODE_RELAXED = 2
+"""The driver's ``CU_STREAM_CAPTURE_MODE_RELAXED``."""
 
 
 def context_device() -> int | None:
@@ -46,6 +52,21 @@ def context_device() -> int | None:
     if not found:
         return None
     return found[0] if len(found) == 1 else -1
+
+
+def relax_capture_mode() -> bool:
+    """Put the calling thread in CUDA's relaxed stream-capture mode (the driver's ``cuThreadExchangeStreamCaptureMode``).
+
+    While a thread captures a CUDA graph in the global mode (``torch.cuda.graph``'s default), an allocation or a
+    synchronisation by any other thread in the default mode fails and invalidates that capture: the warm-up, running
+    while the program captures, would break the program's graph. A relaxed thread's calls are allowed and leave the
+    capture alone. False where the driver's library is not loaded in the process or refuses: nothing is warmed then."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # the process's own, never loaded here
+        mode = ctypes.c_int(CAPTURE_MODE_RELAXED)
+        return driver.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode)) == 0
+    except (OSError, AttributeError):  # no driver library loaded, or no such call in it (or not Linux)
+        return False
 
 
 def run_checks_once(device: int, go_on: Callable[[], bool] = lambda: True) -> int:
@@ -115,7 +136,8 @@ class KernelWarmUp:
                 if device == -1:
                     return
                 if device is not None:
-                    self.warmed = run_checks_once(device, self._go_on)
+                    if relax_capture_mode():
+                        self.warmed = run_checks_once(device, self._go_on)
                     return
                 self._stop.wait(POLL_S)
         except Exception:  # noqa: BLE001 - the warm-up is an optimisation: the checks load their kernels themselves

@@ -21,12 +21,19 @@ class Program:
         self.calls = 0
         self.looked = threading.Event()  # the thread has looked for the context at least once
         self.warmed_on: list[int] = []
+        self.relaxable = True  # can the driver put the warm-up's thread in the relaxed capture mode?
+        self.relaxed: list[threading.Thread] = []  # the threads it was asked for, in order
 
     def context_device(self) -> int | None:
         self.looked.set()
         return self.context
 
+    def relax_capture_mode(self) -> bool:
+        self.relaxed.append(threading.current_thread())
+        return self.relaxable
+
     def run_checks_once(self, device: int, go_on) -> int:
+        assert self.relaxed and self.relaxed[-1] is threading.current_thread(), "checks run before the relaxed mode"
         self.warmed_on.append(device)
         return 6 if go_on() else 0
 
@@ -37,6 +44,7 @@ def program(monkeypatch):
     monkeypatch.setattr(kernel_warm_up.torch.version, "cuda", "13.0")  # a CUDA build, as on a GPU machine
     monkeypatch.setattr(kernel_warm_up, "context_device", program.context_device)
     monkeypatch.setattr(kernel_warm_up, "run_checks_once", program.run_checks_once)
+    monkeypatch.setattr(kernel_warm_up, "relax_capture_mode", program.relax_capture_mode)
     monkeypatch.setattr(kernel_warm_up, "POLL_S", 0.005)
     return program
 
@@ -54,6 +62,33 @@ def test_the_checks_are_warmed_once_on_the_device_whose_context_the_program_made
     program.context = 1
     assert warm.done.wait(10.0)
     assert program.warmed_on == [1] and warm.warmed == 6
+
+
+def test_the_warm_up_relaxes_its_own_threads_capture_mode_first_and_warms_nothing_where_it_cannot(program, monkeypatch):
+    """A program capturing a CUDA graph in the global mode while the warm-up allocates would have its capture broken:
+    the warm-up's thread, and only it, is put in the relaxed mode before any check; where the driver cannot, nothing
+    runs."""
+    program.context = 0
+    warm = started(program)
+    assert warm.done.wait(10.0)
+    assert program.warmed_on == [0] and program.relaxed == [warm._thread] and warm._thread is not threading.main_thread()
+    refused = Program()
+    refused.context, refused.relaxable = 0, False
+    for name in ("context_device", "run_checks_once", "relax_capture_mode"):
+        monkeypatch.setattr(kernel_warm_up, name, getattr(refused, name))
+    warm = KernelWarmUp(lambda: False)
+    warm.start()
+    assert warm.done.wait(10.0)
+    assert refused.relaxed and refused.warmed_on == [] and warm.warmed == 0
+
+
+def test_without_the_drivers_library_in_the_process_the_mode_is_not_relaxed(monkeypatch):
+    def not_loaded(name, mode=0):
+        assert mode & kernel_warm_up.os.RTLD_NOLOAD, "the driver's library would be loaded by the warm-up"
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(kernel_warm_up.ctypes, "CDLL", not_loaded)
+    assert kernel_warm_up.relax_capture_mode() is False
 
 
 def test_nothing_is_warmed_where_the_program_calls_sdpa_before_its_context_is_seen(program):
