@@ -18,8 +18,9 @@ the global mode) would otherwise have its capture broken by the warm-up's alloca
 It gives up, warming nothing, where the program calls SDPA or ``torch.compile`` first (the checks then load their
 kernels at their first run, as before; a compiled program may capture CUDA graphs, which another thread's
 allocations would break), where more than one device has a context (which one the calls will use is not known),
-where its thread cannot be put in the relaxed capture mode, or on a torch built without CUDA; a forked child inherits no thread and warms nothing. Between its ops it looks again,
-so a program that starts its calls meanwhile is held up by at most one op's load.
+where its thread cannot be put in the relaxed capture mode, or on a torch built without CUDA; a forked child
+inherits no thread and warms nothing. Between its ops it looks again, so a program that starts its calls meanwhile
+is held up by at most one op's load.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def context_device() -> int | None:
 
 
 def relax_capture_mode() -> bool:
-    """Put the calling thread in CUDA's relaxed stream-capture mode (the driver's ``cuThreadExchangeStreamCaptureMode``).
+    """Put the calling thread in CUDA's relaxed stream-capture mode (``cuThreadExchangeStreamCaptureMode``).
 
     While a thread captures a CUDA graph in the global mode (``torch.cuda.graph``'s default), an allocation or a
     synchronisation by any other thread in the default mode fails and invalidates that capture: the warm-up, running

@@ -71,7 +71,8 @@ def test_the_warm_up_relaxes_its_own_threads_capture_mode_first_and_warms_nothin
     program.context = 0
     warm = started(program)
     assert warm.done.wait(10.0)
-    assert program.warmed_on == [0] and program.relaxed == [warm._thread] and warm._thread is not threading.main_thread()
+    assert program.warmed_on == [0] and program.relaxed == [warm._thread]
+    assert warm._thread is not threading.main_thread()
     refused = Program()
     refused.context, refused.relaxable = 0, False
     for name in ("context_device", "run_checks_once", "relax_capture_mode"):
