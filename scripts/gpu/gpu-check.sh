@@ -260,11 +260,12 @@ PY
       # (page cache dropped) meet it, the pick's first SDPA call (the engine's pick_probe phase) taking 0.85 s against
       # 0.2. A dropped page cache leaves CUDA's JIT cache (~/.nv/ComputeCache) warm: here every cold run after the
       # machine's first alternates the cache as the first run left it with an empty one of its own (CUDA_CACHE_PATH),
-      # the page cache dropped before each (the FIRST step on a fresh machine, about 3 minutes)
+      # the page cache dropped before each (the FIRST step on a fresh machine, about 3 minutes; FIRST_RUNS picks the
+      # runs, e.g. '1-first 2-cache-kept 3-cache-empty')
       log "the machine's first run, then cold runs with CUDA's JIT cache as left and emptied"
       cache=${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}
       echo "JIT cache before the first run: $(du -sh "$cache" 2>/dev/null || echo none)"
-      for run in 1-first 2-cache-kept 3-cache-empty 4-cache-kept 5-cache-empty 6-cache-kept 7-cache-empty; do
+      for run in ${FIRST_RUNS:-1-first 2-cache-kept 3-cache-empty 4-cache-kept 5-cache-empty 6-cache-kept 7-cache-empty}; do
         drop
         case $run in *empty) export CUDA_CACHE_PATH=$(mktemp -d);; *) unset CUDA_CACHE_PATH;; esac
         python3 benchmarks/monitor/ui_live.py --device cuda --seconds 2 --json "$OUT/r/first-run-$run.json" >/dev/null 2>&1
