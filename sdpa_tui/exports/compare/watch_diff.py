@@ -1,5 +1,5 @@
 """``sdpa-tui compare`` of two ``watch --report`` files: per call site, the backend, the time per call and the advice
-in A and in B, and the run's SDPA time and possible saving, as a Rich table, Markdown or JSON.
+in A and in B, and the run's SDPA time and possible saving, in lines that fit a terminal, Markdown or JSON.
 
 Calls are paired by their site (file name and line: a program moved to another folder still pairs) and whether they
 ran compiled; where one site made several signatures, by the whole signature too. A change the advice asked for
@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich import box
-from rich.console import Group
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from ...core.calls.call_signature import CallSignature
 from ...core.calls.gradient_check import BLAME_UPSTREAM, GRADIENTS
-from ...core.calls.watch_report import CONTENDED_MARK
+from ...core.calls.watch_report import CONTENDED_MARK, backend_label
 from ...core.calls.watched_calls import OutputCheck
 from ...core.units import us_number
+from ..plain_table import fitted_rows, wrapped
 
 
 def is_watch_report(document: Any) -> bool:
@@ -113,6 +112,7 @@ class CallChange:
     same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
     check: tuple[CheckVerdict | None, CheckVerdict | None] = (None, None)  # each side's sampled checks
     contended: tuple[bool, bool] = (False, False)  # each side's calls ran on a host busy beyond the program
+    brief: str = ""  # the signature in a table's cell (``CallSignature.brief``: shapes without spaces)
 
     @property
     def paired(self) -> bool:
@@ -140,11 +140,12 @@ def _change(a: dict | None, b: dict | None) -> CallChange:
     def pair(key: str) -> tuple:
         return (a or {}).get(key), (b or {}).get(key)
 
-    return CallChange(_site(both[-1]), _signature(both[-1]).describe(), bool(both[-1].get("compiled")),
+    signature = _signature(both[-1])
+    return CallChange(_site(both[-1]), signature.describe(), bool(both[-1].get("compiled")),
                       pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
                       (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b),
                       (check_verdict(a), check_verdict(b)),
-                      (bool((a or {}).get("contended")), bool((b or {}).get("contended"))))
+                      (bool((a or {}).get("contended")), bool((b or {}).get("contended"))), signature.brief())
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def compare_watch_reports(a: dict, b: dict, threshold: float, a_path: str = "A",
 
 
 # -- views --------------------------------------------------------------------------------------------------------
-COLUMNS = ("site", "signature", "backend", "calls", "µs per call", "check", "best (advice)", "saving/call µs")
+COLUMNS = ("site", "call", "backend", "count", "µs per call", "check", "best (advice)", "saving µs/call")
+"""The Markdown table's; a terminal's splits the time into the pair and ``B/A``, and says the advice under a row."""
 
 
 def _pair(values: tuple[Any, Any], text=str, marks: tuple[str, str] = ("", "")) -> str:
@@ -194,12 +196,19 @@ def _pair(values: tuple[Any, Any], text=str, marks: tuple[str, str] = ("", "")) 
     return a if a == b else f"{a} → {b}"
 
 
-def _time(change: CallChange) -> str:
+def _us(change: CallChange) -> str:
     if not change.same_work:
         return "other shapes: not compared"
-    text = _pair(change.us, us_number, tuple(CONTENDED_MARK if busy else "" for busy in change.contended))
-    return text + (f" ({change.ratio:.2f}x)" if change.ratio is not None else "") + \
-        ("" if change.clock == "kernel" else " host")
+    return _pair(change.us, us_number, tuple(CONTENDED_MARK if busy else "" for busy in change.contended))
+
+
+def _ratio(change: CallChange) -> str:
+    return f"{change.ratio:.2f}x" if change.ratio is not None else ""
+
+
+def _time(change: CallChange) -> str:
+    ratio = f" ({_ratio(change)})" if change.ratio is not None else ""
+    return _us(change) + ratio + ("" if change.clock == "kernel" or not change.same_work else " host")
 
 
 def _cells(change: CallChange) -> list[str]:
@@ -222,14 +231,68 @@ def _summary(comparison: WatchComparison) -> str:
                else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing + contended)
 
 
-def watch_comparison_rich(comparison: WatchComparison) -> Group:
-    table = Table(box=box.SIMPLE_HEAVY, title=f"A: {comparison.a_path}   B: {comparison.b_path}")
-    for column in COLUMNS:
-        table.add_column(column, overflow="fold")
-    for change in comparison.calls:
-        style = "bold red" if change.slower(comparison.threshold) or change.check_failed else None
-        table.add_row(*_cells(change), style=style)
-    return Group(table, Text(_summary(comparison)))
+def _best_label(best: str) -> str:
+    """``FLASH_ATTENTION`` → ``Flash``; ``is_causal (CUDNN_ATTENTION)`` → ``is_causal (cuDNN)``."""
+    variant, _, backend = best.rpartition(" (")
+    return f"{variant} ({backend_label(backend[:-1])})" if variant else backend_label(best)
+
+
+def _clock_line(comparison: WatchComparison) -> str:
+    clocks = {c.clock for c in comparison.calls if c.same_work}
+    if clocks == {"host"}:
+        return "µs per call: medians on the host's clock (one run or both without the GPU's kernel clock), A → B"
+    if clocks == {"kernel"}:
+        return "µs per call: medians of the GPU's kernels (CUPTI), A → B"
+    return "µs per call: medians of the GPU's kernels (CUPTI), or on the host's clock where it says host, A → B"
+
+
+INDENT = "    "
+SHORT_CHECK = 8
+"""A check column where every cell is this short (``ok``); longer verdicts go on a line under their row."""
+
+
+def watch_comparison_lines(comparison: WatchComparison, width: int) -> list[tuple[str, bool]]:
+    """The comparison for a terminal or a pipe, each line with whether it belongs to a call site that regressed: a
+    line per call site in ``watch --report``'s words (the site's file and line, the call's brief form, backends by
+    their labels) that fits ``width`` from 80 columns on, only the call's words wrapping and no number cut; under it
+    its advice, where a run measured one, and its check where that is longer than a word or two."""
+    mixed = len({c.clock for c in comparison.calls if c.same_work}) > 1
+    checks = [_pair(c.check) for c in comparison.calls]
+    checked = any(c.check != (None, None) for c in comparison.calls)
+    check_column = checked and all(len(text) <= SHORT_CHECK for text in checks)
+    headings = ["site", "call", "backend", "count", "µs per call", "B/A", *(["check"] if check_column else [])]
+    cells = [[c.site, (c.brief or c.what) + (" compiled" if c.compiled else ""), _pair(c.backend, backend_label),
+              _pair(c.count), _us(c) + (" host" if mixed and c.clock == "host" and c.same_work else ""), _ratio(c),
+              *([check] if check_column else [])] for c, check in zip(comparison.calls, checks)]
+    heading, rows = fitted_rows(headings, cells, width, wrap=1, right=[False, False, False, True, True, True], cut=0)
+    above = [*wrapped(f"A: {comparison.a_path}", width), *wrapped(f"B: {comparison.b_path}", width),
+             *wrapped(_clock_line(comparison), width), "", heading]
+    out = [(text, False) for text in above]
+    under_call = " " * heading.index("call")
+    for change, check, lines in zip(comparison.calls, checks, rows):
+        notes = [] if check_column or change.check == (None, None) else [f"check: {check}"]
+        if change.best != (None, None) or change.saving_us_per_call != (None, None):
+            notes.append(f"advice: {_pair(change.best, _best_label)}, saving "
+                         f"{_pair(change.saving_us_per_call, us_number)} µs a call")
+        lines += [text for note in notes for text in wrapped(under_call + note, width, under_call + INDENT)]
+        red = change.slower(comparison.threshold) or change.check_failed
+        out += [(text, red) for text in lines]
+    return [*out, ("", False), *((text, False) for text in wrapped(_summary(comparison), width))]
+
+
+@dataclass(frozen=True)
+class WatchComparisonView:
+    """``watch_comparison_lines`` at the width Rich renders it at, a regressed site's lines in bold red."""
+
+    comparison: WatchComparison
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for text, red in watch_comparison_lines(self.comparison, options.max_width):
+            yield Text(text, style="bold red" if red else "", no_wrap=True, overflow="ignore")
+
+
+def watch_comparison_rich(comparison: WatchComparison) -> WatchComparisonView:
+    return WatchComparisonView(comparison)
 
 
 def watch_comparison_markdown(comparison: WatchComparison) -> str:

@@ -10,7 +10,6 @@ the backend and why not the others, times, kernels, backward, the output check a
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -21,12 +20,10 @@ from ...core.calls.watch_report import CallRow, WatchReport, backend_label
 from ...core.calls.watched_calls import CPU_KERNELS_NOTE, UninspectedCalls
 from ...core.traces.kernel_short_names import short_name
 from ...core.units import NA, duration
+from ...exports.plain_table import fitted_lines, wrapped
 from . import gradient_text
 from .call_cells import compiled_lines, count_cell, footnotes, per_rank_lines, ranks_cell, summary_cell
 
-GAP = "  "
-MIN_CALL_WIDTH = 16
-"""The call column never gets narrower than this (a narrower terminal gets longer lines, never cut numbers)."""
 MAX_SITE_WIDTH = 28
 INDENT = "    "
 LABEL_WIDTH = 10
@@ -163,21 +160,8 @@ def table_lines(report: WatchReport, width: int) -> list[str]:
     """The heading and one line per row; the call column takes the width the others leave and wraps its words."""
     cols = columns(report)
     cells = [[c.cell(i, row) for c in cols] for i, row in enumerate(report.rows)]
-    widths = [max([len(c.heading), *(len(r[j]) for r in cells)]) for j, c in enumerate(cols)]
     call = next(j for j, c in enumerate(cols) if c.heading == "call")
-    others = sum(w for j, w in enumerate(widths) if j != call) + len(GAP) * (len(cols) - 1)
-    widths[call] = max(MIN_CALL_WIDTH, min(widths[call], width - others))
-
-    def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(w) if c.right else v.ljust(w) for c, v, w in zip(cols, values, widths)]
-        return GAP.join(parts).rstrip()
-
-    lines = [line([c.heading for c in cols])]
-    for values in cells:
-        words = textwrap.wrap(values[call], widths[call], break_on_hyphens=False) or [""]
-        lines.append(line([*values[:call], words[0], *values[call + 1:]]))
-        lines += [line(["" if j != call else more for j in range(len(cols))]) for more in words[1:]]
-    return lines
+    return fitted_lines([c.heading for c in cols], cells, width, wrap=call, right=[c.right for c in cols])
 
 
 # -- under the table -----------------------------------------------------------------------------------------------
@@ -344,16 +328,6 @@ def check_fact(row: CallRow) -> str:
     if not c.samples:
         return c.note
     return f"{c.samples} output(s) against float64 MATH, max rel err {c.max_rel_error:.1e}, within {c.tolerance:.0e}"
-
-
-def wrapped(text: str, width: int, indent: str = "") -> list[str]:
-    """``text`` in lines of at most ``width`` (its own line breaks kept), continued under ``indent``."""
-    lines = []
-    for part in text.split("\n"):
-        lead = part[: len(part) - len(part.lstrip(" "))]
-        lines += textwrap.wrap(part, width, subsequent_indent=max(lead, indent, key=len), break_on_hyphens=False,
-                               drop_whitespace=True, initial_indent="") or [""]
-    return lines
 
 
 # -- Markdown ------------------------------------------------------------------------------------------------------

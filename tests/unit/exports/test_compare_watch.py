@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support.compare_command import H100, run
 from support.paths import FIXTURES
 
@@ -31,7 +32,7 @@ def test_the_advice_applied_shows_as_the_backend_and_time_that_changed_and_advic
 def test_the_other_way_round_is_slower_and_exits_1_in_each_format(capsys):
     code, out, _ = run(capsys, AFTER, BEFORE)
     assert code == 1
-    assert "FLASH_ATTENTION → MATH" in out and "1 call site(s) slower in B" in out
+    assert "Flash → Math" in out and "1 call site(s) slower in B" in out
     code, out, _ = run(capsys, AFTER, BEFORE, "--markdown")
     assert code == 1 and "| advised_context.py:19 | q[1, 4, 1024, 64] kv[1, 4, 1024, 64] fp32 |" in out
     code, _, _ = run(capsys, AFTER, BEFORE, "--threshold", "500%")
@@ -147,3 +148,52 @@ def test_times_measured_on_a_busy_host_are_marked_on_their_side_and_the_summary_
     assert doc["contention"][0].startswith("the CPUs were busy beyond the program") and doc["contention"][1] is None
     code, out, _ = run(capsys, IDLE, IDLE)
     assert "*" not in out and "busy" not in out, "nothing marked where neither run was busy"
+
+
+def comparison_lines(a: Path, b: Path, width: int) -> list[tuple[str, bool]]:
+    from sdpa_tui.exports.compare.watch_diff import compare_watch_reports, watch_comparison_lines
+
+    comparison = compare_watch_reports(json.loads(a.read_text()), json.loads(b.read_text()), 0.1, str(a), str(b))
+    return watch_comparison_lines(comparison, width)
+
+
+def row_of(lines: list[tuple[str, bool]], site_end: str) -> int:
+    return next(i for i, (text, _) in enumerate(lines) if text.split("  ")[0].endswith(site_end))
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_at_80_to_120_columns_each_site_is_one_line_of_whole_numbers_its_advice_and_check_under_it(width):
+    """A terminal of 80 to 120 columns (issue 36's widths): every line fits, a call site's backend, count, time
+    pair and ratio stay on its line, the call's words wrap under it, and the advice (the advised program) and a
+    failing check (the fp16 backward that overflowed) go on lines of their own beneath it, in the regression's
+    red where B regressed."""
+    advised = comparison_lines(BEFORE, AFTER, width)
+    assert all(len(text) <= width for text, _ in advised), [t for t, _ in advised if len(t) > width]
+    i = row_of(advised, ".py:19")
+    assert "Math → Flash" in advised[i][0] and "37,852 → 12,736" in advised[i][0] and "0.34x" in advised[i][0]
+    advice = next(text for text, _ in advised[i + 1:] if "advice:" in text)
+    assert advice.strip() == "advice: Flash → –, saving 23,529 → – µs a call"
+    assert not any(red for _, red in advised), "faster in B: nothing in red"
+
+    busy = comparison_lines(IDLE, BUSY, width)
+    assert all(len(text) <= width for text, _ in busy)
+    rows = [text for text, _ in busy if text.startswith("training.py:61")]
+    assert len(rows) == 2 and "66.5 → 70.3*" in rows[0] and "1.06x" in rows[0] and rows[0].endswith("ok")
+    assert "32.3 → 31.3*" in rows[1] and "0.97x" in rows[1]
+    assert "host's clock" in " ".join(text for text, _ in busy[:4]), "the clock said once, above the table"
+
+    nan = comparison_lines(HALF_CLEAN, HALF_NAN, width)
+    assert all(len(text) <= width for text, _ in nan)
+    i = row_of(nan, "half_backward.py:15")
+    assert "2.49x" in nan[i][0] and nan[i][1], "slower in B, and its gradients went NaN: red"
+    check = next(j for j, (text, _) in enumerate(nan) if "check:" in text)
+    assert check > i and nan[check] == (" " * nan[i - 1][0].index("call") + "check: ok → dq/dk NaN/Inf", True)
+    assert not nan[-1][1], "the summary is not a site's line"
+
+
+def test_on_a_pipe_each_site_stays_on_one_line(capsys):
+    """Scripts and logs (stdout not a terminal): one line per call site, nothing wrapped."""
+    code, out, _ = run(capsys, IDLE, BUSY)
+    rows = [line for line in out.splitlines() if line.startswith("training.py:61")]
+    assert code == 0 and len(rows) == 2
+    assert "qkv[2,4,32,16] fp32 causal grad" in rows[0] and "Flash" in rows[0] and "66.5 → 70.3*" in rows[0]
