@@ -9,11 +9,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ...core.backends import Backend
 from ...core.units import us_number
 from .report_diff import BackendChange, ClockChange, Comparison, kernel_text
 
 CLOCK_TITLES = {"kernel": "kernel µs", "gpu": "GPU/call µs", "eager": "eager/call µs"}
 COLUMNS = ("backend", "status", "main kernel", *CLOCK_TITLES.values(), "eligibility")
+BACKEND_WIDTH = max(len(b.label) for b in Backend)
+"""A terminal's backend column: every name whole (``Mem-efficient``)."""
 
 
 def clock_text(clock: ClockChange) -> str:
@@ -93,11 +96,13 @@ def comparison_rich(comparison: Comparison) -> Group:
     table = Table(title="SDPA backends, B against A · medians, µs (ratio B/A: above 1 is slower)",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for name in COLUMNS:
-        table.add_column(name, justify="right" if name in CLOCK_TITLES.values() else "left")
+        table.add_column(name, justify="right" if name in CLOCK_TITLES.values() else "left",
+                         no_wrap=name == "backend", min_width=BACKEND_WIDTH if name == "backend" else None)
     for change in comparison.backends:
         slow = {c.clock for c in change.slower(comparison.threshold)}
         styles = ["", "", "", *("bold red" if c.clock in slow else "" for c in change.clocks), ""]
-        table.add_row(*(Text(cell, style=style) for cell, style in zip(_cells(change), styles)))
+        cells = [change.backend.label, *_cells(change)[1:]]  # a terminal's name, as report's table says it
+        table.add_row(*(Text(cell, style=style) for cell, style in zip(cells, styles)))
     lines = [Text(line) for line in summary_lines(comparison)]
     verdict = Text(verdict_line(comparison), style="bold red" if comparison.regressed else "green")
     return Group(*lines, table, verdict)

@@ -135,3 +135,22 @@ def test_reports_of_two_workloads_are_not_comparable_and_exit_3_in_one_line(caps
     assert code == EXIT_NOT_COMPARABLE == 3 and out == ""
     assert err.count("\n") == 1 and err.startswith("sdpa-tui compare: not comparable: ")
     assert "[2, 8, 512, 64] fp16" in err and "[1, 16, 8192, 128] bf16 causal" in err
+
+
+def test_at_80_columns_each_backend_is_named_whole_as_reports_table_names_it():
+    """A terminal of 80 columns: each backend's row starts with its whole name (``Mem-efficient``, not a cut
+    ``EFFICIENT_ATTENTION``), no line is wider than the terminal, and its ratios read whole."""
+    import io
+
+    from rich.console import Console
+
+    from sdpa_tui.exports.compare.report_diff_views import comparison_rich
+
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(comparison_rich(compare_reports(load_report(H200 / "report-8k.json"),
+                                                  load_report(H100 / "report-8k.json"))))
+    lines = console.file.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    names = [line.split()[0] for line in lines if line.split() and line.split()[0] in {b.label for b in Backend}]
+    assert names == [b.label for b in (Backend.CUDNN, Backend.FLASH, Backend.EFFICIENT, Backend.MATH)]
+    assert "(1.10x)" in console.file.getvalue() and "(0.99x)" in console.file.getvalue()
