@@ -30,13 +30,28 @@ def site_dirs() -> list[str]:
 _NAMES: "weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]]" = weakref.WeakKeyDictionary()
 """Per outermost module: each submodule's name, by id (named_modules() walks the whole model)."""
 _LIBRARY_NAMES = ("transformers", "accelerate", "diffusers", "timm", "runpy", "peft")
+"""Model libraries, named anywhere in a frame's path (a source checkout of transformers counts too)."""
+_INSTALLED_LIBRARIES = ("kernels",)
+"""Libraries whose names are too common to match anywhere in a path (a program's own ``kernels/`` folder): one
+only where it is installed. Hugging Face's ``kernels`` wraps every transformers model's forward (transformers 5.25
+on), and its wrapper's line would otherwise be every such call's site."""
+_SITE_DIRS = tuple(sorted({os.path.join(p, "") for key in ("purelib", "platlib")
+                           if (p := sysconfig.get_paths().get(key))} | {os.path.join(p, "") for p in site_dirs()},
+                          key=len, reverse=True))
+"""Where installed packages live: a library file's site is named from its package (``transformers/...``)."""
+
+
+def installed_package(filename: str) -> str | None:
+    """The top-level package of a file under a site-packages folder (``kernels`` for ``…/kernels/layer.py``)."""
+    folder = next((d for d in _SITE_DIRS if filename.startswith(d)), None)
+    return filename[len(folder):].replace("\\", "/").split("/", 1)[0] if folder else None
 
 
 def is_library(filename: str) -> bool:
     if filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
         return True
     parts = filename.replace("\\", "/").split("/")
-    return any(name in parts for name in _LIBRARY_NAMES)
+    return any(name in parts for name in _LIBRARY_NAMES) or installed_package(filename) in _INSTALLED_LIBRARIES
 
 
 def is_own(filename: str) -> bool:
@@ -71,12 +86,6 @@ def call_site(frame: FrameType | None) -> str:
     if first_seen is not None:
         return f"{short_path(first_seen.f_code.co_filename)}:{first_seen.f_lineno}"
     return "?"
-
-
-_SITE_DIRS = tuple(sorted({os.path.join(p, "") for key in ("purelib", "platlib")
-                           if (p := sysconfig.get_paths().get(key))} | {os.path.join(p, "") for p in site_dirs()},
-                          key=len, reverse=True))
-"""Where installed packages live: a library file's site is named from its package (``transformers/...``)."""
 
 
 def short_path(filename: str) -> str:
