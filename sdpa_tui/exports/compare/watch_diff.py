@@ -231,6 +231,14 @@ def _summary(comparison: WatchComparison) -> str:
                else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing + contended)
 
 
+def _terminal_us(change: CallChange, mixed: bool) -> str:
+    """The time pair, ``host`` after it where rows of both clocks are listed; two runs of other shapes in two words
+    (the summary says why they are not compared)."""
+    if not change.same_work:
+        return "other shapes"
+    return _us(change) + (" host" if mixed and change.clock == "host" else "")
+
+
 def _best_label(best: str) -> str:
     """``FLASH_ATTENTION`` → ``Flash``; ``is_causal (CUDNN_ATTENTION)`` → ``is_causal (cuDNN)``."""
     variant, _, backend = best.rpartition(" (")
@@ -262,7 +270,7 @@ def watch_comparison_lines(comparison: WatchComparison, width: int) -> list[tupl
     check_column = checked and all(len(text) <= SHORT_CHECK for text in checks)
     headings = ["site", "call", "backend", "count", "µs per call", "B/A", *(["check"] if check_column else [])]
     cells = [[c.site, (c.brief or c.what) + (" compiled" if c.compiled else ""), _pair(c.backend, backend_label),
-              _pair(c.count), _us(c) + (" host" if mixed and c.clock == "host" and c.same_work else ""), _ratio(c),
+              _pair(c.count), _terminal_us(c, mixed), _ratio(c),
               *([check] if check_column else [])] for c, check in zip(comparison.calls, checks)]
     heading, rows = fitted_rows(headings, cells, width, wrap=1, right=[False, False, False, True, True, True], cut=0)
     above = [*wrapped(f"A: {comparison.a_path}", width), *wrapped(f"B: {comparison.b_path}", width),

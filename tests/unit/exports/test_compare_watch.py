@@ -197,3 +197,23 @@ def test_on_a_pipe_each_site_stays_on_one_line(capsys):
     rows = [line for line in out.splitlines() if line.startswith("training.py:61")]
     assert code == 0 and len(rows) == 2
     assert "qkv[2,4,32,16] fp32 causal grad" in rows[0] and "Flash" in rows[0] and "66.5 → 70.3*" in rows[0]
+
+
+def test_at_80_columns_a_site_that_ran_other_shapes_says_so_in_two_words_and_fits():
+    """A second site whose B ran 8x the length: its row says ``other shapes`` (no ratio), within 80 columns."""
+    from sdpa_tui.exports.compare.watch_diff import compare_watch_reports, watch_comparison_lines
+
+    def with_second_site(length: int, scale: float) -> dict:
+        doc = json.loads(BEFORE.read_text())
+        other = json.loads(json.dumps(doc["calls"][0]))
+        other.update(site="advised_context.py:40")
+        other["q_shape"][2] = other["kv_shape"][2] = length
+        other["host_us"]["median"] *= scale
+        doc["calls"].append(other)
+        return doc
+
+    comparison = compare_watch_reports(with_second_site(1024, 1.0), with_second_site(8192, 40.0), 0.1, "a", "b")
+    lines = [text for text, _ in watch_comparison_lines(comparison, 80)]
+    assert all(len(text) <= 80 for text in lines), [t for t in lines if len(t) > 80]
+    row = next(text for text in lines if text.split("  ")[0].endswith(":40"))
+    assert "other shapes" in row and "x " not in row and "qkv[1,4,8192,64]" in row
