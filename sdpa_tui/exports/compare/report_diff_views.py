@@ -40,10 +40,11 @@ def eligibility_text(change: BackendChange) -> str:
     return text
 
 
-def _cells(change: BackendChange) -> list[str]:
+def _cells(change: BackendChange, terminal: bool = False) -> list[str]:
+    """A backend's row; ``terminal``: named as ``report``'s table names it (``Mem-efficient``), else torch's name."""
     status = tuple(s.replace("_", " ") for s in change.status)
     return [
-        change.backend.value,
+        change.backend.label if terminal else change.backend.value,
         _pair(status),  # type: ignore[arg-type]
         kernel_text(change),
         *(clock_text(c) for c in change.clocks),
@@ -101,8 +102,7 @@ def comparison_rich(comparison: Comparison) -> Group:
     for change in comparison.backends:
         slow = {c.clock for c in change.slower(comparison.threshold)}
         styles = ["", "", "", *("bold red" if c.clock in slow else "" for c in change.clocks), ""]
-        cells = [change.backend.label, *_cells(change)[1:]]  # a terminal's name, as report's table says it
-        table.add_row(*(Text(cell, style=style) for cell, style in zip(cells, styles)))
+        table.add_row(*(Text(cell, style=style) for cell, style in zip(_cells(change, terminal=True), styles)))
     lines = [Text(line) for line in summary_lines(comparison)]
     verdict = Text(verdict_line(comparison), style="bold red" if comparison.regressed else "green")
     return Group(*lines, table, verdict)

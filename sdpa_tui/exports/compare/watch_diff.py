@@ -101,7 +101,7 @@ def _work(call: dict | None) -> tuple | None:
 @dataclass(frozen=True)
 class CallChange:
     site: str
-    what: str  # the signature in words (B's where both have it)
+    signature: CallSignature  # B's where both have it
     compiled: bool
     backend: tuple[str | None, str | None]
     count: tuple[int | None, int | None]
@@ -112,7 +112,6 @@ class CallChange:
     same_work: bool = True  # A and B ran the same batch, heads and lengths here: their times compare
     check: tuple[CheckVerdict | None, CheckVerdict | None] = (None, None)  # each side's sampled checks
     contended: tuple[bool, bool] = (False, False)  # each side's calls ran on a host busy beyond the program
-    brief: str = ""  # the signature in a table's cell (``CallSignature.brief``: shapes without spaces)
 
     @property
     def paired(self) -> bool:
@@ -140,12 +139,11 @@ def _change(a: dict | None, b: dict | None) -> CallChange:
     def pair(key: str) -> tuple:
         return (a or {}).get(key), (b or {}).get(key)
 
-    signature = _signature(both[-1])
-    return CallChange(_site(both[-1]), signature.describe(), bool(both[-1].get("compiled")),
+    return CallChange(_site(both[-1]), _signature(both[-1]), bool(both[-1].get("compiled")),
                       pair("backend"), pair("count"), clock, (_median(a, clock), _median(b, clock)),
                       (_best(a), _best(b)), pair("saving_us_per_call"), a is None or b is None or _work(a) == _work(b),
                       (check_verdict(a), check_verdict(b)),
-                      (bool((a or {}).get("contended")), bool((b or {}).get("contended"))), signature.brief())
+                      (bool((a or {}).get("contended")), bool((b or {}).get("contended"))))
 
 
 @dataclass(frozen=True)
@@ -212,7 +210,7 @@ def _time(change: CallChange) -> str:
 
 
 def _cells(change: CallChange) -> list[str]:
-    return [change.site + (" (compiled)" if change.compiled else ""), change.what, _pair(change.backend),
+    return [change.site + (" (compiled)" if change.compiled else ""), change.signature.describe(), _pair(change.backend),
             _pair(change.count), _time(change), _pair(change.check), _pair(change.best),
             _pair(change.saving_us_per_call, us_number)]
 
@@ -269,7 +267,7 @@ def watch_comparison_lines(comparison: WatchComparison, width: int) -> list[tupl
     checked = any(c.check != (None, None) for c in comparison.calls)
     check_column = checked and all(len(text) <= SHORT_CHECK for text in checks)
     headings = ["site", "call", "backend", "count", "µs per call", "B/A", *(["check"] if check_column else [])]
-    cells = [[c.site, (c.brief or c.what) + (" compiled" if c.compiled else ""), _pair(c.backend, backend_label),
+    cells = [[c.site, c.signature.brief() + (" compiled" if c.compiled else ""), _pair(c.backend, backend_label),
               _pair(c.count), _terminal_us(c, mixed), _ratio(c),
               *([check] if check_column else [])] for c, check in zip(comparison.calls, checks)]
     heading, rows = fitted_rows(headings, cells, width, wrap=1, right=[False, False, False, True, True, True], cut=0)
@@ -314,7 +312,7 @@ def watch_comparison_dict(comparison: WatchComparison) -> dict[str, Any]:
     return {"kind": "watch", "a": comparison.a_path, "b": comparison.b_path, "threshold": comparison.threshold,
             "regressed": comparison.regressed, "sdpa_us": list(comparison.sdpa_us),
             "saving_us": list(comparison.saving_us), "contention": [text or None for text in comparison.contention],
-            "calls": [{"site": c.site, "signature": c.what, "compiled": c.compiled, "backend": list(c.backend),
+            "calls": [{"site": c.site, "signature": c.signature.describe(), "compiled": c.compiled, "backend": list(c.backend),
                        "count": list(c.count), "clock": c.clock, "us": list(c.us), "ratio": c.ratio,
                        "same_work": c.same_work, "slower": c.slower(comparison.threshold),
                        "check": [None if v is None else v.text for v in c.check], "check_failed": c.check_failed,

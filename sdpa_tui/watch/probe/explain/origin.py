@@ -41,10 +41,15 @@ _SITE_DIRS = tuple(sorted({os.path.join(p, "") for key in ("purelib", "platlib")
 """Where installed packages live: a library file's site is named from its package (``transformers/...``)."""
 
 
+def installed_path(filename: str) -> str | None:
+    """A file under a site-packages folder from its package (``kernels/_internals/layer/layer.py``); else None."""
+    return next((filename[len(d):] for d in _SITE_DIRS if filename.startswith(d)), None)
+
+
 def installed_package(filename: str) -> str | None:
     """The top-level package of a file under a site-packages folder (``kernels`` for ``…/kernels/layer.py``)."""
-    folder = next((d for d in _SITE_DIRS if filename.startswith(d)), None)
-    return filename[len(folder):].replace("\\", "/").split("/", 1)[0] if folder else None
+    path = installed_path(filename)
+    return path.replace("\\", "/").split("/", 1)[0] if path is not None else None
 
 
 def is_library(filename: str) -> bool:
@@ -97,7 +102,7 @@ def short_path(filename: str) -> str:
         return filename
     if not (rel == os.pardir or rel.startswith(os.pardir + os.sep)):
         return rel
-    return next((filename[len(d):] for d in _SITE_DIRS if filename.startswith(d)), filename)
+    return installed_path(filename) or filename
 
 
 def module_path(frame: FrameType | None) -> str | None:
