@@ -7,8 +7,19 @@
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /dev/null 2>&1 \
-  || echo "transformers install failed (carry .tfw)"
+# --upgrade: the machine's image has a transformers of its own (5.17.0 in 2026-11/12), which a plain install leaves in
+# place ("already satisfied"); the carried one replaces it, its dependencies upgraded only where it needs them
+python3 -m pip install -q --upgrade --no-index --find-links .tfw --no-compile --no-cache-dir transformers > /tmp/tfw-install.txt 2>&1 \
+  || { echo "transformers install failed (carry .tfw):"; tail -3 /tmp/tfw-install.txt; }
+python3 - <<'PY'  # which transformers the run has: the logs say it
+from importlib.metadata import PackageNotFoundError, version
+def have(name):
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+print("transformers", have("transformers"), "kernels", have("kernels"), "huggingface-hub", have("huggingface-hub"))
+PY
 export PYTHONPATH=$PWD/.site:$PWD
 # the project's bytecode, as pip's install writes it: a checkout run where PYTHONDONTWRITEBYTECODE is set would
 # otherwise compile every module the watch host and probe import, in every run (a cost no user's install has)

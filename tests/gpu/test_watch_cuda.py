@@ -62,6 +62,9 @@ def test_transformers_llama_bf16_on_cuda_rows_name_modules_and_kernels(tmp_path)
     assert any(c["grad"] for c in llama), "the training steps record autograd"
     assert all(c["kernel_us"]["n"] > 0 and c["kernels"] for c in calls), "every signature profiled"
     assert any(c["modules"] == ["LlamaForCausalLM:model.layers.{0..1}.self_attn"] for c in llama)
+    # each site is the program's own line, past transformers', torch's and (transformers 5.25+) kernels' wrappers
+    sites = {s["site"].rsplit(":", 1)[0] for c in llama for s in c["sites"]}
+    assert sites and all(site.endswith("hf_models.py") for site in sites), sites
     trained = [c for c in llama if c["grad"]]
     assert all(c["backward"] and c["backward"]["kernel_us"]["n"] > 0 and c["backward"]["kernels"] for c in trained)
     assert 0 < report["sdpa_share_of_gpu"] < 1
