@@ -23,7 +23,9 @@ own budget, not watch's cost on the program; ``--advice`` adds the default comma
 Per run: the wall time of the whole command (from its start to its exit: what the user pays), the program's own time
 (its first line to its end, its own clock), its median and mean step, and for watched runs the windows the report
 counts and what they cost (``captures``). Per target: medians with their spread (min-max) and the added time, both as
-the ratio of the medians and per round (each watched run against the plain run beside it: their median and spread),
+the ratio of the medians and per round (each watched run against the plain run beside it: their median and spread,
+and the interval where the median round lies with 90 % confidence, ``median_interval``; ``program_cost_pooled.py``
+pools several runs' rounds),
 and each round's added seconds split where the loop begins (``added_s``: the start-up before it swings by seconds
 between runs on a GPU machine; the loop and the exit after it hold watch's windows and checks), that second part
 split again (``loop_split``: the first steps, the steps after an evaluation, the other steps, the evaluations, the
@@ -49,6 +51,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import re
 import statistics
@@ -201,6 +204,21 @@ def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def median_interval(values: list[float], level: float = 0.9) -> dict | None:
+    """Where the median of what ``values`` were drawn from lies, with at least ``level`` confidence, assuming only that
+    they are independent draws: the narrowest pair of order statistics, symmetric by rank, that a Binomial(n, ½) count
+    of draws below the median keeps between them that often (the sign test's interval; no resampling, the same
+    answer every time). ``coverage`` is the pair's own confidence, at least ``level``; None with too few values for
+    it (fewer than 5 for 90 %)."""
+    ordered, n = sorted(values), len(values)
+    below = [math.comb(n, i) / 2**n for i in range(n + 1)]  # P(exactly i draws below the median)
+    for k in reversed(range((n - 1) // 2)):  # the k-th smallest and the k-th largest (from 0), widening from the middle
+        coverage = 1 - 2 * sum(below[: k + 1])
+        if coverage >= level:
+            return {"low": ordered[k], "high": ordered[n - k - 1], "coverage": coverage, "level": level, "n": n}
+    return None
+
+
 def added_split(watched: list[dict], plain: list[dict]) -> dict:
     """What watch added per round (each watched run less the plain run beside it), in seconds, split where the
     program's loop begins: before it (the command's start, the imports, the context, the model and optimizer built:
@@ -251,6 +269,12 @@ def added_split_lines(summary: dict) -> list[str]:
     for name, row in summary.items():
         if "added_s" not in row:
             continue
+        added = row.get("wall_s_added_pct", {})
+        interval = added.get("median_round_interval")
+        if interval:
+            lines.append(f"{name}, the median round {added['per_round']['median']:+.1f}%, and where "
+                         f"it lies with {interval['coverage']:.0%} confidence: {interval['low']:+.1f}% to "
+                         f"{interval['high']:+.1f}% ({interval['n']} rounds' ranks, the sign test's interval)")
         before, after = row["added_s"]["before_loop_s"], row["added_s"]["from_loop_s"]
         lines.append(f"{name}, added per round, median [min..max]: before the loop {before['median']:+.2f} s "
                      f"[{before['min']:+.2f}..{before['max']:+.2f}], the loop and the exit {after['median']:+.2f} s "
@@ -284,7 +308,8 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
             for key in ("wall_s", "program_s", "median_step_ms"):
                 paired = [(w[key] / p[key] - 1) * 100 for w, p in zip(rows, plain)]
                 row[f"{key}_added_pct"] = {"of_medians": (row[key]["median"] / spread([p[key] for p in plain])["median"]
-                                                          - 1) * 100, "per_round": spread(paired)}
+                                                          - 1) * 100, "per_round": spread(paired),
+                                           "median_round_interval": median_interval(paired)}
             row["added_s"] = added_split(rows, plain)
             loop = loop_split(rows, plain)
             if loop:

@@ -225,8 +225,16 @@ def test_each_round_s_added_time_is_split_where_the_loop_begins():
         width = {key: split[key]["max"] - split[key]["min"] for key in split}
         assert width["before_loop_s"] > 1.5 * width["from_loop_s"], path.name
         assert 0 < split["from_loop_s"]["median"] < 1.0, "the windows' and checks' fixed part, under a second"
-        (line,) = benchmark["added_split_lines"](benchmark["summarise"](target["runs"]))
+        summary = benchmark["summarise"](target["runs"])
+        lines = benchmark["added_split_lines"](summary)
+        (line,) = [text for text in lines if "added per round" in text]
         assert f"before the loop {split['before_loop_s']['median']:+.2f} s" in line
+        # and where the median round lies: between two of the rounds' own added percentages
+        (where,) = [text for text in lines if "confidence" in text]
+        interval = summary["watched"]["wall_s_added_pct"]["median_round_interval"]
+        added = sorted((w["wall_s"] / p["wall_s"] - 1) * 100 for w, p in zip(watched, plain))
+        assert added[0] <= interval["low"] < interval["high"] <= added[-1] and interval["n"] == len(added)
+        assert f"{interval['low']:+.1f}% to {interval['high']:+.1f}%" in where
 
 
 def test_what_watch_added_from_the_loop_on_is_split_by_where_in_the_loop_it_fell():
