@@ -6,7 +6,8 @@ while watch's own part from the loop on stays about +0.1 s. Each round pairs a w
 it on the same machine; this pools the rounds of the results named (one program size and target, the same code) and
 gives, for each result and for the pool: the rounds, the plain and watched medians and their ratio, the median round
 with the interval where it lies with 90 % confidence (``watch_program_cost.median_interval``: by rank, assuming only
-independent rounds), and what watch added before the loop and from it on (``watch_program_cost.added_split``). The
+independent rounds), and what watch added before the loop and from it on (``watch_program_cost.added_split``): each
+result's and the pool's pairs summarised as ``watch_program_cost.summarise`` summarises one run. The
 pool mixes machines: its interval is over rounds, each a within-machine comparison, not over machines.
 
     python3 benchmarks/watch_cost/program_cost_pooled.py --size decoder --seconds 10 A.json B.json [--json out.json]
@@ -17,13 +18,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: recorded.py
 from recorded import run_header, write_result  # noqa: E402
-from watch_program_cost import added_split, device_tag, median_interval  # noqa: E402
+from watch_program_cost import device_tag, summarise  # noqa: E402
 
 
 def rounds_of(result: dict, size: str, seconds: float) -> list[tuple[dict, dict]]:
@@ -38,13 +38,14 @@ def rounds_of(result: dict, size: str, seconds: float) -> list[tuple[dict, dict]
 
 
 def summary(pairs: list[tuple[dict, dict]]) -> dict:
-    plain, watched = [p for p, _ in pairs], [w for _, w in pairs]
-    per_round = [(w["wall_s"] / p["wall_s"] - 1) * 100 for p, w in pairs]
-    plain_wall, watched_wall = (statistics.median(r["wall_s"] for r in runs) for runs in (plain, watched))
-    return {"rounds": len(pairs), "plain_wall_s": plain_wall, "watched_wall_s": watched_wall,
-            "of_medians_pct": (watched_wall / plain_wall - 1) * 100,
-            "median_round_pct": statistics.median(per_round), "median_round_interval": median_interval(per_round),
-            "added_s": added_split(watched, plain)}
+    """The pairs' plain and watched medians, the median round with its interval and the added seconds, as
+    ``watch_program_cost.summarise`` reads them for one run."""
+    both = summarise({"plain": [p for p, _ in pairs], "watched": [w for _, w in pairs]})
+    plain, watched = both["plain"], both["watched"]
+    added = watched["wall_s_added_pct"]
+    return {"rounds": len(pairs), "plain_wall_s": plain["wall_s"]["median"], "watched_wall_s": watched["wall_s"]["median"],
+            "of_medians_pct": added["of_medians"], "median_round_pct": added["per_round"]["median"],
+            "median_round_interval": added["median_round_interval"], "added_s": watched["added_s"]}
 
 
 def short(name: str, width: int = 34) -> str:
