@@ -46,6 +46,7 @@ from .widgets.dispatch_panel import DispatchPanel
 from .widgets.gpu_overview import GpuOverview
 from .widgets.gpu_panel import GpuPanel
 from .widgets.header import EnvironmentHeader
+from .widgets.status_line import StatusLine
 
 MIN_SIZE = (60, 16)
 """Below this the panels cannot be read: a notice says so instead."""
@@ -163,7 +164,7 @@ class SdpaApp(App):
             yield GpuPanel(id="gpu")
         yield GpuOverview(id="gpus")
         yield Static(id="too-small")
-        yield Static(id="status-line")
+        yield StatusLine(id="status-line")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -324,9 +325,7 @@ class SdpaApp(App):
                                                      self.lab_gpus.measuring_gpus, self.lab_gpus.results())
 
     def status(self, text: str, error: bool = False) -> None:
-        line = self.main_screen.query_one("#status-line", Static)
-        line.set_class(error, "-error")
-        line.update(f"{time.strftime('%H:%M:%S')}  {text}")
+        self.main_screen.query_one(StatusLine).say(text, error)
 
     # -- the keys that change what is measured: the controller decides, the engine is told --------------
     def apply(self, change: Change | None) -> None:

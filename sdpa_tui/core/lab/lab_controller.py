@@ -72,8 +72,8 @@ class LabController:
     def toggle_legacy(self) -> Change:
         self.session.legacy_api = not self.session.legacy_api
         if self.session.legacy_api:
-            return self._flags_applied("legacy API: flags applied as torch.backends.cuda.sdp_kernel(enable_flash, "
-                                       "enable_math, enable_mem_efficient); it has no cuDNN switch")
+            return self._flags_applied("legacy API: flags set through torch.backends.cuda.sdp_kernel(), which has no "
+                                       "cuDNN switch")
         return self._flags_applied("flags applied with torch.nn.attention.sdpa_kernel (cuDNN has its own switch again)")
 
     def rotate_priority(self) -> Change:

@@ -43,6 +43,7 @@ from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.screens.help import HelpScreen
 from sdpa_tui.ui.screens.workload_form import WorkloadForm
 from sdpa_tui.ui.widgets.backend_panel import BackendPanel
+from sdpa_tui.ui.widgets.status_line import StatusLine
 
 SIZE = (120, 40)
 CUDNN_SHORT = kernel_names.identify(kernel_names.main_kernel(trace_calls(Backend.CUDNN)[0]).name).short
@@ -176,6 +177,24 @@ async def test_at_80_columns_the_header_keeps_pause_and_the_workload_on_screen()
         first, second = widget_text(app, "#header").splitlines()
         assert "PAUSED" in first and "NVIDIA H200" in first
         assert second.strip().startswith("workload batch 2 · heads 8/8 kv · len 512/512 kv")
+
+
+async def test_at_80_columns_a_long_status_message_keeps_its_start_and_ends_cut_with_an_ellipsis() -> None:
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await live(pilot, engine)
+        await pilot.press("l")  # the longest message a key gives fits whole
+        await settle(pilot, until=lambda: "legacy API" in status_line(app))
+        assert "…" not in status_line(app)
+        assert "torch.backends.cuda.sdp_kernel(), which has no cuDNN switch" in " ".join(status_line(app).split())
+        # an error's reason can be longer than two rows (a path, an exception's words)
+        words = " ".join(f"word{i}" for i in range(60))
+        app.status(f"snapshot failed: {words}", error=True)
+        await settle(pilot, until=lambda: "snapshot failed" in status_line(app))
+        rows = status_line(app).splitlines()
+        assert len(rows) == 2 and "snapshot failed: word0 word1" in rows[0], rows
+        assert rows[1].rstrip().endswith("…") and "  " not in rows[1].strip(), rows
+        assert app.query_one(StatusLine).message.endswith("word59")
 
 
 async def test_plus_and_minus_double_and_halve_the_sequence_length() -> None:
@@ -326,8 +345,8 @@ async def test_t_captures_traces_into_a_new_directory(tmp_path: Path) -> None:
         await live(pilot, engine)
         await pilot.press("t")
         await settle(pilot, until=lambda: "traces in" in status_line(app))
-        # the status line is one row: a long path pushes the file names past its end
-        assert "trace-CUDNN_ATTENTION.json" in str(app.query_one("#status-line").content)
+        # the status line is two rows: a long path pushes the file names past its end, into its message
+        assert "trace-CUDNN_ATTENTION.json" in app.query_one(StatusLine).message
     [directory] = list(tmp_path.iterdir())
     assert directory.name.startswith("traces-")
     assert [p.name for p in directory.iterdir()] == ["trace-CUDNN_ATTENTION.json"]
@@ -343,8 +362,8 @@ async def test_s_into_a_directory_that_cannot_be_created_says_snapshot_failed(tm
         await pilot.press("s")
         await settle(pilot)
         assert "snapshot failed" in status_line(app)
-        # the reason comes last; with a long tmp path it runs past the one-row status line
-        assert "Not a directory" in str(app.query_one("#status-line").content)
+        # the reason comes last; with a long tmp path it runs past the status line's two rows
+        assert "Not a directory" in app.query_one(StatusLine).message
         assert app.query_one("#status-line").has_class("-error")
         assert engine.captures == []
         assert app.is_running
