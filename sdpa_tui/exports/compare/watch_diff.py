@@ -200,18 +200,27 @@ def _us(change: CallChange) -> str:
     return _pair(change.us, us_number, tuple(CONTENDED_MARK if busy else "" for busy in change.contended))
 
 
-def _ratio(change: CallChange) -> str:
-    return f"{change.ratio:.2f}x" if change.ratio is not None else ""
+SLOWER_MARK = "▲"
+"""Marks a call site slower in B beyond the threshold, seen without colour (a pipe, a log, a captured pane): after B/A
+in Markdown, on a line under the site in a terminal's view."""
 
 
-def _time(change: CallChange) -> str:
-    ratio = f" ({_ratio(change)})" if change.ratio is not None else ""
+def _ratio(change: CallChange, threshold: float | None = None) -> str:
+    """B/A; marked where B is slower beyond ``threshold``, if given."""
+    if change.ratio is None:
+        return ""
+    slower = threshold is not None and change.slower(threshold)
+    return f"{change.ratio:.2f}x" + (f" {SLOWER_MARK}" if slower else "")
+
+
+def _time(change: CallChange, threshold: float) -> str:
+    ratio = f" ({_ratio(change, threshold)})" if change.ratio is not None else ""
     return _us(change) + ratio + ("" if change.clock == "kernel" or not change.same_work else " host")
 
 
-def _cells(change: CallChange) -> list[str]:
+def _cells(change: CallChange, threshold: float) -> list[str]:
     return [change.site + (" (compiled)" if change.compiled else ""), change.signature.describe(), _pair(change.backend),
-            _pair(change.count), _time(change), _pair(change.check), _pair(change.best),
+            _pair(change.count), _time(change, threshold), _pair(change.check), _pair(change.best),
             _pair(change.saving_us_per_call, us_number)]
 
 
@@ -225,7 +234,7 @@ def _summary(comparison: WatchComparison) -> str:
     contended = f"; {CONTENDED_MARK} measured {' and '.join(busy)}: those times may read high" if busy else ""
     return (f"SDPA time over the run (the lab's clocks): {_pair(comparison.sdpa_us, us_number)} µs; "
             f"the advice's saving: {_pair(comparison.saving_us, us_number)} µs; "
-            + (f"{len(slower)} call site(s) slower in B by more than {comparison.threshold:.0%}" if slower
+            + (f"{len(slower)} call site(s) slower in B by more than {comparison.threshold:.0%} ({SLOWER_MARK})" if slower
                else f"no call site slower in B by more than {comparison.threshold:.0%}") + failing + contended)
 
 
@@ -276,7 +285,9 @@ def watch_comparison_lines(comparison: WatchComparison, width: int) -> list[tupl
     out = [(text, False) for text in above]
     under_call = " " * heading.index("call")
     for change, check, lines in zip(comparison.calls, checks, rows):
-        notes = [] if check_column or change.check == (None, None) else [f"check: {check}"]
+        notes = [f"{SLOWER_MARK} slower in B by more than {comparison.threshold:.0%}"] \
+            if change.slower(comparison.threshold) else []  # said in words, not in red alone (a pipe, a log)
+        notes += [] if check_column or change.check == (None, None) else [f"check: {check}"]
         if change.best != (None, None) or change.saving_us_per_call != (None, None):
             notes.append(f"advice: {_pair(change.best, _best_label)}, saving "
                          f"{_pair(change.saving_us_per_call, us_number)} µs a call")
@@ -304,7 +315,7 @@ def watch_comparison_rich(comparison: WatchComparison) -> WatchComparisonView:
 def watch_comparison_markdown(comparison: WatchComparison) -> str:
     lines = [f"A: `{comparison.a_path}`  B: `{comparison.b_path}`", "", "| " + " | ".join(COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_cells(c)) + " |" for c in comparison.calls]
+    lines += ["| " + " | ".join(_cells(c, comparison.threshold)) + " |" for c in comparison.calls]
     return "\n".join([*lines, "", _summary(comparison), ""])
 
 

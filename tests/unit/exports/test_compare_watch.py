@@ -188,6 +188,8 @@ def test_at_80_to_120_columns_each_site_is_one_line_of_whole_numbers_its_advice_
     assert "2.49x" in nan[i][0] and nan[i][1], "slower in B, and its gradients went NaN: red"
     check = next(j for j, (text, _) in enumerate(nan) if "check:" in text)
     assert check > i and nan[check] == (" " * nan[i - 1][0].index("call") + "check: ok → dq/dk NaN/Inf", True)
+    slower = next(j for j, (text, _) in enumerate(nan) if "slower in B" in text)
+    assert i < slower < check and nan[slower][0].strip() == "▲ slower in B by more than 10%", "said without colour too"
     assert not nan[-1][1], "the summary is not a site's line"
 
 
