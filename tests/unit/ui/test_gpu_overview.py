@@ -24,10 +24,10 @@ from sdpa_tui.core.lab.session import Session
 from sdpa_tui.core.workload import Workload
 from sdpa_tui.telemetry import device_choice
 from sdpa_tui.telemetry.host_gpus import HostGpuReader, HostGpus
-from sdpa_tui.ui import app as app_module
 from sdpa_tui.ui.app import SdpaApp
 from sdpa_tui.ui.messages import GpuUpdate, HostGpusUpdate
 from sdpa_tui.ui.screens.gpu_chooser import GpuChooser
+from sdpa_tui.ui.widgets import status_line
 
 
 def host_reading(monkeypatch: pytest.MonkeyPatch, gpus=None, own_pids=(ENGINE_PID,)) -> HostGpus:
@@ -148,7 +148,7 @@ async def test_escape_keeps_the_gpu(monkeypatch) -> None:
 def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     frozen = SimpleNamespace(**{name: getattr(time, name) for name in dir(time) if not name.startswith("_")})
     frozen.strftime = lambda fmt, *args: time.strftime(fmt, time.gmtime(1_790_857_026))
-    monkeypatch.setattr(app_module, "time", frozen)
+    monkeypatch.setattr(status_line, "time", frozen)
 
 
 def test_eight_gpus_at_120x40(snap_compare, monkeypatch, frozen_clock) -> None:

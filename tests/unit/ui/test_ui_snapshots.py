@@ -15,17 +15,17 @@ import pytest
 from support.ui_fakes import make_test_app, settle, widget_text
 
 from sdpa_tui.core.backends import Backend
-from sdpa_tui.ui import app as app_module
+from sdpa_tui.ui.widgets import status_line
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
 
 
 @pytest.fixture(autouse=True)
 def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The status line shows HH:MM:SS: freeze it (only as the app module sees ``time``)."""
+    """The status line shows HH:MM:SS: freeze it (only as the status line sees ``time``)."""
     frozen = SimpleNamespace(**{name: getattr(time, name) for name in dir(time) if not name.startswith("_")})
     frozen.strftime = lambda fmt, *args: time.strftime(fmt, time.gmtime(1_790_857_026))
-    monkeypatch.setattr(app_module, "time", frozen)
+    monkeypatch.setattr(status_line, "time", frozen)
 
 
 async def _fed_and_drawn(pilot, engine, until=lambda: True) -> None:
