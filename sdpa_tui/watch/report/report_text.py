@@ -74,6 +74,12 @@ def summary_line(report: WatchReport) -> str:
     return f"{what} in {report.duration_s:,.1f} s, {ended}"
 
 
+def _backward_untimed(report: WatchReport) -> bool:
+    """Calls recorded autograd on the CPU, where no backward has a time (no kernels to time it by)."""
+    return (report.kernels_note == CPU_KERNELS_NOTE and any(r.signature.grad for r in report.rows)
+            and not any(r.backward is not None and r.backward.kernel_us is not None for r in report.rows))
+
+
 def clock_line(report: WatchReport) -> str:
     """What the times are, once for every row."""
     devices = {r.signature.device.split(":")[0] for r in report.rows}
@@ -81,8 +87,9 @@ def clock_line(report: WatchReport) -> str:
     if "cuda" in devices:
         clocks.append("the GPU's kernels (CUPTI)" + (" on CUDA" if len(devices) > 1 else ""))
     if "cpu" in devices:
+        untimed = "; the backward is timed by its GPU kernels alone" if _backward_untimed(report) else ""
         clocks.append("the host's clock" + (" on the CPU" if len(devices) > 1 else "") +
-                      (" (no GPU kernels on the CPU)" if report.kernels_note == CPU_KERNELS_NOTE else ""))
+                      (f" (no GPU kernels on the CPU{untimed})" if report.kernels_note == CPU_KERNELS_NOTE else ""))
     return f"times: median per call, {' and '.join(clocks)}" if clocks else ""
 
 
@@ -148,7 +155,7 @@ def columns(report: WatchReport) -> list[Column]:
         chosen.append(Column("ranks", lambda i, r: ranks_cell(r)))
     chosen += [Column("backend", lambda i, r: backend_text(r)), Column("count", lambda i, r: count_cell(r), True),
                Column("fwd time", lambda i, r: forward_cell(r), True)]
-    if any(r.signature.grad or r.backward is not None for r in rows):
+    if any(r.signature.grad or r.backward is not None for r in rows) and not _backward_untimed(report):
         chosen.append(Column("bwd time", lambda i, r: backward_time_cell(r), True))
     chosen.append(Column("share", lambda i, r: share_text(r), True))
     if legend(report):

@@ -128,6 +128,16 @@ def test_a_bwd_column_comes_with_calls_that_record_autograd():
     assert "no GPU kernels" not in text and "the GPU's kernels (CUPTI)" in text
 
 
+def test_on_the_cpu_a_training_call_says_its_backward_is_not_timed_and_no_empty_bwd_column():
+    grad = CallSignature((2, 8, 16, 8), (2, 2, 16, 8), "torch.float32", "cpu", causal=True, gqa=True, grad=True)
+    stats = CallStats(grad, count=6, site="tests/prog.py:26", backend="FLASH_ATTENTION", why_not=dict(WHY_NOT),
+                      host_us=[75.3, 80.1])
+    text = report_text(cpu_report(stats), 100)
+    heading, row = table(text)
+    assert "bwd" not in heading and "–" not in row, "a column of dashes says nothing"
+    assert "(no GPU kernels on the CPU; the backward is timed by its GPU kernels alone)" in " ".join(text.split())
+
+
 @pytest.mark.parametrize("width", [80, 100, 120])
 def test_no_line_is_wider_than_the_terminal(width):
     report = two_site_report()
