@@ -1,10 +1,15 @@
-"""Edit the workload in a form that validates as you type; Escape keeps the previous one."""
+"""Edit the workload in a form that validates as you type; Escape keeps the previous one.
+
+The fields sit two to a row in a scrollable body, so the form fits an 80x24 terminal with its buttons on screen.
+The kv length follows the query length while the two are equal (or the kv field is left empty), as ``--kv-seq``
+defaults to ``--seq`` and ``+``/``-`` keep them together; a kv length set apart from the query length stays put.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -19,6 +24,11 @@ INT_FIELDS = (
     ("head_dim", "head dim"),
 )
 CHOICE_FIELDS = (("dtype", tuple(DTYPES)), ("mask", MASKS), ("direction", DIRECTIONS))
+LAYOUT = ("batch", "head_dim", "heads", "kv_heads", "seq", "kv_seq", "dtype", "mask", "direction")
+"""The fields in reading (and Tab) order, two to a row: each row pairs what goes together."""
+
+SAME_AS_SEQ = "= query length"
+"""The kv field's placeholder: left empty, the kv length is the query length."""
 
 
 class WorkloadForm(ModalScreen[Workload | None]):
@@ -28,23 +38,45 @@ class WorkloadForm(ModalScreen[Workload | None]):
         super().__init__()
         self.workload = workload
         self.candidate: Workload | None = workload
+        self.kv_follows = workload.kv_seq == workload.seq
+        """The kv length follows the query length: they were equal, or the kv field is empty."""
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="workload-form"):
-            yield Static("Edit the workload (Enter applies, Escape cancels)", id="form-title")
+        labels = dict(INT_FIELDS)
+        choices = dict(CHOICE_FIELDS)
+        with VerticalScroll(id="workload-form", can_focus=False) as form:  # Tab goes from field to field
+            form.border_title = "Workload"
+            form.border_subtitle = "Enter applies · Esc cancels"
             with Grid(id="form-grid"):
-                for name, label in INT_FIELDS:
-                    yield Label(label)
-                    yield Input(str(getattr(self.workload, name)), id=name, type="integer", compact=True)
-                for name, options in CHOICE_FIELDS:
-                    yield Label(name)
-                    yield Select([(o, o) for o in options], value=getattr(self.workload, name), id=name, allow_blank=False, compact=True)
-            yield Static("", id="form-error")
-            with Horizontal(id="form-buttons"):
-                yield Button("Apply", variant="primary", id="apply")
-                yield Button("Cancel", id="cancel")
+                for name in LAYOUT:
+                    with Horizontal(classes="form-field"):
+                        yield Label(labels.get(name, name), classes="form-label")
+                        if name in choices:
+                            yield Select([(o, o) for o in choices[name]], value=getattr(self.workload, name),
+                                         id=name, allow_blank=False, compact=True)
+                        else:
+                            yield Input(str(getattr(self.workload, name)), id=name, type="integer", compact=True,
+                                        placeholder=SAME_AS_SEQ if name == "kv_seq" else "")
+            with Vertical(id="form-footer"):  # docked: the fields scroll, the verdict and the buttons stay
+                yield Static("", id="form-error")
+                with Horizontal(id="form-buttons"):
+                    yield Button("Apply", variant="primary", id="apply", compact=True)
+                    yield Button("Cancel", id="cancel", compact=True)
 
-    def on_input_changed(self) -> None:
+    def on_mount(self) -> None:
+        self.query_one("#kv_seq", Input).tooltip = ("follows the query length while equal to it or left empty; "
+                                                    "set apart, it stays")
+        self.validate_form()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        seq = self.query_one("#seq", Input)
+        kv = self.query_one("#kv_seq", Input)
+        if event.input is seq:
+            if self.kv_follows and kv.value != seq.value:
+                kv.value = seq.value
+        elif event.input is kv:
+            # read the fields as they are now (a Changed of our own may arrive after the query length moved on)
+            self.kv_follows = kv.value.strip() in ("", seq.value.strip())
         self.validate_form()
 
     def on_select_changed(self) -> None:
@@ -56,6 +88,8 @@ class WorkloadForm(ModalScreen[Workload | None]):
             values: dict = {}
             for name, label in INT_FIELDS:
                 text = self.query_one(f"#{name}", Input).value.strip()
+                if name == "kv_seq" and not text:
+                    text = self.query_one("#seq", Input).value.strip()  # empty: the same as the query length
                 if not text.lstrip("-").isdigit():
                     raise WorkloadError(f"{label} must be a whole number")
                 values[name] = int(text)
