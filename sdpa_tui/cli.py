@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .commands.compare import add_compare_parser
 from .commands.devices_option import add_devices_option, resolve_devices
-from .commands.exit_codes import EXIT_USAGE
+from .commands.exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED, EXIT_USAGE
 from .commands.metrics_options import add_exporter_options, add_live_metrics_options, check_live_metrics_options
 from .core.backends import ALL_BACKENDS, Backend, parse_backend_list, parse_priority
 from .core.padded_lengths import lengths_for_padding, parse_lengths, parse_padding
@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="measure for a few seconds and print the comparison table (no UI)",
         description="Measure every enabled backend for a few seconds with one engine process, without a UI; "
         "print the comparison table, SDPA's pick and whether another backend beats it.",
+        epilog=f"exit codes: 0 done; {EXIT_ENGINE} the engine failed; {EXIT_USAGE} bad input; {EXIT_NOTHING_MEASURED} "
+        "nothing measured: no selected backend ran the workload on this device (each not eligible, out of memory "
+        "or failed; the table says why).",
     )
     _add_workload_options(report, inherited=True)
     add_devices_option(report, inherited=True)
@@ -142,6 +145,8 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
         help="measure a range of sequence lengths and say where backends cross over (no UI)",
         description="Measure every enabled backend at several sequence lengths with one engine process; "
         "print a table, a chart and the crossovers.",
+        epilog=f"exit codes: 0 done; {EXIT_ENGINE} the engine failed; {EXIT_USAGE} bad input; {EXIT_NOTHING_MEASURED} "
+        f"nothing measured: no selected backend ran at any length; {EXIT_INTERRUPTED} interrupted (Ctrl-C).",
     )
     _add_workload_options(sweep, inherited=True)
     g = sweep.add_argument_group("sweep")

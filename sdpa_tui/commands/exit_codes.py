@@ -16,3 +16,7 @@ EXIT_INTERRUPTED = 130
 EXIT_NONFINITE = 4
 """watch --report --fail-on-nonfinite: the program exited 0, but an SDPA output or gradient held NaN or Inf
 (a program that failed keeps its own exit code)."""
+EXIT_NOTHING_MEASURED = 5
+"""report, sweep: the engine ran, but no selected backend gave a number: each was not eligible for the workload on
+this device (``--backends cudnn`` on the CPU), out of memory or failed (one line: "nothing measured: ..."). Not bad
+input (2): only measuring finds it, and the table and files still say why."""

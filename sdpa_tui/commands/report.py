@@ -10,14 +10,16 @@ from rich.console import Console
 from ..core.backends import Backend
 from ..core.calls.packed_alternative import lab_spec
 from ..core.calls.packed_alternative import refusal as packed_refusal
+from ..core.lab.session import Session
 from ..core.workload import Workload
 from ..engine.host.headless import EngineFailed, Progress, measure
 from ..engine.host.packed_cost_client import measure_packed
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.packed_rows import PackedRow, packed_rows
-from ..exports.lab.report_data import report_dict
+from ..exports.lab.report_data import STATUS_TEXT, report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
-from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED
+from .console_output import print_out, stdout_console
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED
 
 PACKED_TIMEOUT_S = 120.0
 TIMEOUT_S = 300.0
@@ -26,9 +28,7 @@ with no number at all."""
 
 
 def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=160)  # scripts and logs: no wrapping of the table
+    out = stdout_console()
     err = Console(stderr=True)
     with err.status("starting the engine", spinner="dots") as status:
 
@@ -46,11 +46,11 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
             err.print("[bold red]sdpa-tui:[/] interrupted; nothing is reported")
             return EXIT_INTERRUPTED
     packed, unpacked = packed_alternatives(workload, args.device, err)
-    out.print(rich_report(session, out.width, packed))
+    print_out(out, rich_report(session, out.width, packed))
     if unpacked:
-        out.print(unpacked, soft_wrap=True, highlight=False)
+        print_out(out, unpacked, highlight=False)
     if session.incomplete:
-        out.print(f"[bold yellow]{session.incomplete}[/]", soft_wrap=True, highlight=False)
+        print_out(out, f"[bold yellow]{session.incomplete}[/]", highlight=False)
     for path, text in ((args.json, lambda: json.dumps(report_dict(session, packed), indent=2) + "\n"),
                        (args.markdown, lambda: markdown_report(session, packed))):
         if not path:
@@ -62,7 +62,22 @@ def run_report(args: argparse.Namespace, workload: Workload, backends: tuple[Bac
                       soft_wrap=True, highlight=False)
             return EXIT_ENGINE
         err.print(f"wrote {path}")
+    nothing = nothing_measured(session)
+    if nothing:  # after the table and the files, which say why each backend did not run
+        err.print(f"[bold red]sdpa-tui:[/] {nothing}", soft_wrap=True, highlight=False)
+        return EXIT_NOTHING_MEASURED
     return 0
+
+
+def nothing_measured(session: Session) -> str:
+    """The one line of a report in which no enabled backend has a number ("" where one has): each was not eligible
+    for the workload on this device, out of memory or failed."""
+    if any(state.eager for state in session.backends.values()):
+        return ""
+    device = session.environment.device if session.environment else "this device"
+    why = ", ".join(f"{b.label} {STATUS_TEXT.get(session.backends[b].status, session.backends[b].status)}"
+                    for b in session.enabled)
+    return f"nothing measured: no selected backend ran this workload on {device} ({why or 'no backend selected'})"
 
 
 def packed_alternatives(workload: Workload, device: str, err: Console) -> tuple[list[PackedRow], str]:

@@ -28,6 +28,7 @@ from ..exports.lab.gpu_tables import markdown_comparison, rich_comparison
 from ..exports.lab.report_data import report_dict
 from ..exports.lab.report_tables import markdown_report, rich_report
 from ..telemetry.host_gpus import HostGpuPoller, HostGpus
+from .console_output import print_out, stdout_console
 from .exit_codes import EXIT_ENGINE
 
 NVML_INTERVAL_S = 1.0
@@ -76,9 +77,7 @@ def measure_devices(workload: Workload, backends: tuple[Backend, ...], devices: 
 
 
 def run_devices_report(args: argparse.Namespace, workload: Workload, backends: tuple[Backend, ...]) -> int:
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=160)
+    out = stdout_console()
     err = Console(stderr=True)
     devices: tuple[int, ...] = args.devices
     states = GpuStates()
@@ -108,9 +107,9 @@ def run_devices_report(args: argparse.Namespace, workload: Workload, backends: t
             results.append(GpuResult(index, note=f"engine failed: {got}"))
             continue
         out.rule(f"GPU {index}", align="left")
-        out.print(rich_report(got, out.width))
+        print_out(out, rich_report(got, out.width))
         results.append(result_from_session(index, got))
-    out.print(rich_comparison(results, gpu_states))
+    print_out(out, rich_comparison(results, gpu_states))
     outliers = find_outliers(results)
     out.print(outlier_line(outliers, len(results)), style="bold red" if outliers else "")
     try:

@@ -19,7 +19,7 @@ from ..core.padded_lengths import lengths_for_padding, parse_paddings
 from ..core.protocol.records import Environment
 from ..core.sweep.sweep_findings import crossovers
 from ..core.sweep.sweep_lengths import TIMEOUT_PER_LENGTH_S, parse_seqs, sweep_workloads
-from ..core.sweep.sweep_points import Sweep
+from ..core.sweep.sweep_points import ERROR, NOT_ELIGIBLE, OOM, Sweep, SweepPoint
 from ..core.workload import Workload, WorkloadError
 from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
 from ..engine.host.packed_cost_client import measure_packed
@@ -28,7 +28,8 @@ from ..exports.lab.packed_rows import packed_rows
 from ..exports.sweep.padding_sweep import PaddingPoint, padding_dict, padding_table
 from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep.sweep_terminal import progress_line, render
-from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE
+from .console_output import print_out, stdout_console
+from .exit_codes import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_NOTHING_MEASURED, EXIT_USAGE
 
 
 # ------------------------------------------------------------------ the command
@@ -62,9 +63,7 @@ def run_padding_sweep(args: argparse.Namespace, workload: Workload, backends: tu
     except (ValueError, WorkloadError) as exc:
         sys.stderr.write(f"sdpa-tui: error: {exc}\n")
         return EXIT_USAGE
-    out, err = Console(), Console(stderr=True)
-    if not out.is_terminal:
-        out = Console(width=160)
+    out, err = stdout_console(), Console(stderr=True)
     why = packed_refusal(args.device)
     if why:  # nothing to compare: said in one line before an engine starts
         err.print(f"[bold red]sdpa-tui:[/] packed attention is not measured here: {why}", highlight=False)
@@ -88,7 +87,7 @@ def run_padding_sweep(args: argparse.Namespace, workload: Workload, backends: tu
         answers = measure_packed([lab_spec(w, args.device) for _, w in plan_], TIMEOUT_PER_LENGTH_S * len(plan_))
     points = [PaddingPoint(p, session, tuple(packed_rows(answer)))
               for (p, _), session, answer in zip(plan_, sessions, answers)]
-    out.print(padding_table(points))
+    print_out(out, padding_table(points))
     if getattr(args, "json", None):
         try:
             write_text_atomic(args.json, json.dumps(padding_dict(points), indent=2) + "\n")
@@ -109,9 +108,7 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
         return EXIT_USAGE
     sweep = Sweep(workloads, backends, stop_after_oom=getattr(args, "stop_after_oom", True))
     kv_fixed = getattr(args, "kv_seq", None)
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=160)  # scripts and logs: no wrapping of the table
+    out = stdout_console()
     err = Console(stderr=True)
     environment: Environment | None = None
     errors: list[str] = []
@@ -161,7 +158,7 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
         return code or EXIT_ENGINE
     points = sweep.points()
     findings = crossovers(points)
-    out.print(render(sweep, points, findings, environment, kv_fixed, out.width))
+    print_out(out, render(sweep, points, findings, environment, kv_fixed, out.width))
     documents = (
         ("json", lambda: json.dumps(sweep_dict(sweep, points, findings, environment, kv_fixed, args, errors),
                                     indent=2) + "\n"),
@@ -178,4 +175,26 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
         except OSError as exc:
             err.print(f"[bold red]sdpa-tui: could not write {path}:[/] {exc.strerror or exc}", highlight=False)
             code = code or EXIT_ENGINE
+    nothing = nothing_measured(points, environment.device if environment else "this device")
+    if nothing and not code:  # after the table and the files, which say why no backend ran
+        err.print(f"[bold red]sdpa-tui:[/] {nothing}", soft_wrap=True, highlight=False)
+        code = EXIT_NOTHING_MEASURED
     return code
+
+
+WHY_NOT = {NOT_ELIGIBLE: "not eligible", OOM: "out of memory", ERROR: "failed"}
+
+
+def nothing_measured(points: list[SweepPoint], device: str) -> str:
+    """The one line of a sweep in which no backend ran at any length ("" where one did): each backend's verdicts
+    (the lengths the sweep skipped after them left out)."""
+    if any(p.ran for p in points):
+        return ""
+    said: dict[str, list[str]] = {}
+    for p in points:
+        verdicts = said.setdefault(p.backend.label, [])
+        text = WHY_NOT.get(p.status)
+        if text and text not in verdicts:
+            verdicts.append(text)
+    why = ", ".join(f"{label} {' or '.join(v) or 'not measured'}" for label, v in said.items())
+    return f"nothing measured: no selected backend ran at any length on {device} ({why or 'no backend selected'})"
