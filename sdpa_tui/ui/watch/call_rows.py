@@ -67,12 +67,25 @@ def elide_end(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+NO_MODULE = "—"
+
+
+def shown_columns(cells: Iterable[dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    """:data:`COLUMNS` less those that would say nothing in any row: ``saving/call`` until advice was measured
+    (``best (b)`` stays, naming its key), ``module`` where no call came from an ``nn.Module``. What they leave goes
+    to the call's shapes at 80 columns."""
+    cells = list(cells)
+    empty = {key for key in ("saving", "module") if all(c[key] in ("", NO_MODULE) for c in cells)}
+    return tuple((key, heading) for key, heading in COLUMNS if key not in empty)
+
+
 def module_width(cells: Iterable[dict[str, str]], table_width: int) -> int:
     """The module column's width: what ``table_width`` leaves after the leading columns' widest cells (headings
     included), within :data:`MODULE_WIDTH`."""
     cells = list(cells)
-    used = sum(max([len(heading), *(len(c[key]) for c in cells)]) for key, heading in COLUMNS if key in LEADING)
-    used += CELL_PADDING * (len(LEADING) + 1)
+    leading = [(key, heading) for key, heading in shown_columns(cells) if key in LEADING]
+    used = sum(max([len(heading), *(len(c[key]) for c in cells)]) for key, heading in leading)
+    used += CELL_PADDING * (len(leading) + 1)
     narrowest, widest = MODULE_WIDTH
     return max(narrowest, min(widest, table_width - used))
 

@@ -30,6 +30,7 @@ from .call_rows import (
     elide_middle,
     module_width,
     program_state,
+    shown_columns,
     table_cells,
     traceback_tail,
     uninspected_cells,
@@ -77,10 +78,12 @@ class CallsScreen(Screen):
         self.report: WatchReport | None = None
         self._keys: dict[tuple[CallSignature, bool], str] = {}
         self._order: list[str] = []
+        self._columns = COLUMNS  # those shown: call_rows.shown_columns
         self._cells: dict[str, dict[str, str]] = {}
         self._banner = ""
         self.rank: int | None = None  # show one rank's part of a distributed job (None: every rank merged)
         self.advice: dict[str, SignatureAdvice] = {}  # by row key, once ``b`` measured it
+        self.advice_note = ""  # what the measuring of the advice said of the whole run (its budget, what it left out)
         self._exit: tuple[int | None, bool] = (None, False)
 
     def compose(self) -> ComposeResult:
@@ -114,21 +117,22 @@ class CallsScreen(Screen):
         keys += list(self.uninspected)
         before, self._cells = self._cells, cells
         width = module_width(cells.values(), table.size.width)
-        if keys != self._order or width != self.module_width:
+        columns = shown_columns(cells.values())
+        if keys != self._order or width != self.module_width or columns != self._columns:
             selected = self.selected_key()
-            self._order = keys
+            self._order, self._columns = keys, columns
             self.set_reactive(CallsScreen.module_width, width)  # drawn here, once
             self._fill(table, selected)
         else:
             for key, values in cells.items():
-                for column, value in values.items():
+                for column, _ in columns:
+                    value = values[column]
                     if before[key][column] != value:
                         table.update_cell(key, column, self._cell(column, value), update_width=True)
         self._show_detail()
 
-    @staticmethod
-    def _add_columns(table: DataTable) -> None:
-        for key, heading in COLUMNS:
+    def _add_columns(self, table: DataTable) -> None:
+        for key, heading in self._columns:
             table.add_column(Text(heading, justify="right") if key in RIGHT_ALIGNED else heading, key=key)
 
     def _fill(self, table: DataTable, selected: str | None) -> None:
@@ -136,7 +140,7 @@ class CallsScreen(Screen):
         table.clear(columns=True)
         self._add_columns(table)
         for key in self._order:
-            table.add_row(*(self._cell(column, self._cells[key][column]) for column, _ in COLUMNS), key=key)
+            table.add_row(*(self._cell(column, self._cells[key][column]) for column, _ in self._columns), key=key)
         if selected in self._order:
             table.move_cursor(row=self._order.index(selected), animate=False)
 
@@ -213,6 +217,8 @@ class CallsScreen(Screen):
             detail.update("no SDPA call seen yet" if self.report is None or not self.report.rows else "")
             return
         lines = detail_lines(row, self.report) + alternatives_lines(self.advice.get(self.selected_key() or ""), row.count)
+        if self.advice_note:  # the whole run's, said under every call (the notice that said it was short)
+            lines += ["", f"advice  {self.advice_note}"]
         detail.update(Text("\n".join(lines)))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
@@ -247,6 +253,7 @@ class CallsScreen(Screen):
     def set_advice(self, report: WatchReport) -> None:
         """The advice measured for ``report``'s rows (same order), kept across the redraws that follow."""
         self.advice = {self._key(row): a for row, a in zip(report.rows, report.advice) if a is not None}
+        self.advice_note = report.advice_note
         if self.report is not None:
             self.show(self.report, *self._exit)
 

@@ -169,6 +169,19 @@ def test_calls_view_snapshot(snap_compare, tmp_path, monkeypatch):
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
 
+async def test_at_80_columns_a_plain_scripts_shapes_show_where_empty_columns_were(tmp_path, monkeypatch):
+    """No call from an nn.Module and no advice yet: the module and saving columns, which would say nothing in any
+    row, give their width to the call's shapes (at 80x24 the q shape was cut to ``[2,8,``)."""
+    app = watch_recorded(RecordedProgram(), tmp_path, monkeypatch)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, until=lambda: app.calls is not None and len(app.calls.rows) == 5)
+        await settle(pilot)
+        header, *rows = widget_text(app, "#calls-table").splitlines()
+        assert "best (b)" in header and "q shape" in header and "kv shape" in header, header
+        assert "module" not in header and "saving" not in header, header
+        assert all("[2,8,16,32]" in row for row in rows[:5]), rows
+
+
 class RankedProgram(RecordedProgram):
     """Two ranks of a job that has ended: a signature both made (3 and 5 calls), one only rank 1 made."""
 
@@ -245,6 +258,8 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
             for v in (us, us * 1.01, us * 0.99, us, us * 1.02, us * 0.98):
                 lab.apply(Sample(0, backend, None, v, "none", 10, 0.0))
         report.advice = [advise(lab, "MATH") if row.backend == "MATH" else None for row in report.rows]
+        report.advice_note = ("alternatives measured after the program exited: 2 signature(s), 0.1 s of a 300 s budget; "
+                              "FlexAttention not measured: less than 20 s of the budget was left")
         if say:
             say("sdpa-tui watch: measured")
 
@@ -267,6 +282,11 @@ async def test_b_measures_advice_after_the_program_exited_and_shows_best_saving_
         await settle(pilot, until=lambda: "code    with sdpa_kernel" in widget_text(app, "#call-detail"))
         detail = widget_text(app, "#call-detail")
         assert "alternatives (lab, eager clock" in detail and "best    Flash: saves 200.0 µs per call" in detail
+        assert "FlexAttention not measured" in " ".join(detail.split()), "the run's whole note under the call"
+        said = [str(n.message) for n in app._notifications]
+        assert ("alternatives measured after the program exited: 2 signature(s), 0.1 s of a 300 s budget; more under "
+                "the selected call") in said, said
+        assert not any("FlexAttention" in text for text in said), "the notice is short: it covered the table"
 
 
 class TwoModelsProgram(RecordedProgram):
@@ -317,8 +337,11 @@ async def test_every_rows_count_backend_time_and_best_are_on_screen_and_long_mod
             row = app.calls.selected_row()
             module = str(table.get_cell_at((i, table.get_column_index("module"))))
             whole = ", ".join(row.modules)
-            assert "…" in module and len(module) <= app.calls.module_width < len(whole)
-            assert whole.startswith(module.split("…")[0]) and whole.endswith(module.split("…")[1])
+            if len(whole) <= app.calls.module_width:  # 120 columns, the saving column not shown before advice
+                assert module == whole
+            else:
+                assert "…" in module and len(module) <= app.calls.module_width < len(whole)
+                assert whole.startswith(module.split("…")[0]) and whole.endswith(module.split("…")[1])
             assert f"modules {whole}" in str(app.calls.query_one("#call-detail").render())
 
 
