@@ -104,6 +104,7 @@ class BackendPanel(Vertical):
         self.set_class(state.status in PROBLEMS, "-problem")
         self.set_class(is_pick, "-pick")
         self.border_subtitle = "SDPA's pick" if is_pick else ("flag off" if not state.enabled else "")
+        self.set_class(False, "-split-head")  # _clocks sets it again where its lines need it
         clocks = self._clocks_line(state, is_cpu) if compact else self._clocks(state, row, is_cpu, width)
         self.query_one("#head", Static).update(Group(self._status(state), clocks), layout=False)
         spark = self.query_one("#history", Sparkline)
@@ -151,14 +152,19 @@ class BackendPanel(Vertical):
                 continue
             s = window.summary()
             table.add_row(name, duration(s.median if s else None), f"p90 {duration(s.p90)}" if s else "")
-        extra = Text.assemble(
+        speed = Text.assemble(
             (fmt_tflops(row.tflops), "bold"), f" TFLOP/s ({fmt_num(row.pct_of_peak, 0, '%')} of peak)  ",
-            (fmt_num(row.speedup_vs_math, 2), "bold"), "×MATH  ",
-            ("mem ", "bold"), fmt_bytes(state.peak_bytes),
-            ("  err ", "bold"), fmt_error(row.max_rel_error),
-        )
-        extra.truncate(width, overflow="ellipsis")
-        lines = [table, extra]
+            (fmt_num(row.speedup_vs_math, 2), "bold"), "×MATH")
+        memory = Text.assemble(("mem ", "bold"), fmt_bytes(state.peak_bytes), ("  err ", "bold"),
+                               fmt_error(row.max_rel_error))
+        one_line = speed.cell_len + 2 + memory.cell_len <= width
+        extras = [Text.assemble(speed, "  ", memory)] if one_line else [speed, memory]
+        # two lines rather than the error cut mid-number; where the head's five rows (app.tcss) hold the status,
+        # the clocks and one line only (three clocks on a GPU), it takes a sixth: a layout only then
+        self.set_class(not one_line and table.row_count == 3, "-split-head")
+        for extra in extras:
+            extra.truncate(width, overflow="ellipsis")
+        lines = [table, *extras]
         if row.grad_max_rel is not None:  # fwd+bwd: a line of its own, or a narrow panel would cut it off
             grads = Text.assemble(("∇err ", "bold"), *(f"{name} {fmt_error(e)}  " for name, e in
                                                          zip(("dq", "dk", "dv"), row.grad_max_rel)))

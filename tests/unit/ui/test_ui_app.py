@@ -6,6 +6,7 @@ would, and checks what the app sent to the engine.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,18 @@ async def test_fed_records_show_kernels_clocks_and_dispatch() -> None:
         assert share is not None and 0 < share < 1
         assert "97 % NVML" in gpu and f"engine {100 * share:.0f} %" in gpu
         assert "a kernel was running" not in gpu
+
+
+@pytest.mark.parametrize("size", [(120, 40), (100, 40)])
+async def test_each_panels_error_is_a_whole_number_never_cut(size) -> None:
+    """At 120x40 the line of speed, memory and error was cut at the panel's edge: ``err 3.6e…``."""
+    app, engine, _ = make_test_app()
+    async with app.run_test(size=size) as pilot:
+        await live(pilot, engine)
+        for backend in ("cudnn", "flash", "efficient", "math"):
+            panel = widget_text(app, f"#panel-{backend}")
+            error = re.search(r"err (\S+) ", panel)
+            assert error and not error.group(1).endswith("…") and "×MATH" in panel, panel
 
 
 async def test_stale_records_of_an_old_configuration_are_ignored() -> None:
@@ -716,8 +729,10 @@ async def test_a_panel_draws_its_lines_again_at_a_new_size(monkeypatch) -> None:
         await settle(pilot, until=lambda: "SDPA picks" in widget_text(app, "#dispatch"))
         await settle(pilot)
         narrow = widget_text(app, "#panel-cudnn")
-        assert "×MATH  mem 1.0…" in narrow and "err" not in narrow  # cut to the narrow panel
+        lines = narrow.splitlines()  # too narrow for one line: speed, then memory and error, nothing cut
+        speed = next(i for i, line in enumerate(lines) if "×MATH" in line)
+        assert "mem" not in lines[speed] and "mem 1.0 MiB  err –" in lines[speed + 1], narrow
         await pilot.resize_terminal(180, 40)
         await pilot.pause()
         await pilot.pause()
-        assert "mem 1.0 MiB  err" in widget_text(app, "#panel-cudnn")
+        assert "×MATH  mem 1.0 MiB  err" in widget_text(app, "#panel-cudnn"), "wide: one line again"
