@@ -45,10 +45,11 @@ class EnvironmentHeader(Static):
             text.append(environment_line(env))
         text.append("\nworkload ", style="bold")
         w = workload
-        text.append(
-            f"batch {w.batch} · heads {w.heads}/{w.kv_heads} kv · len {w.seq}/{w.kv_seq} kv · "
-            f"head dim {w.head_dim} · {w.dtype} · mask {w.mask} · {w.direction}"
-        )
+        # K/V's heads and length only where they differ from Q's: at 80 columns the mask and direction stay on
+        heads = f"{w.heads}" if w.kv_heads == w.heads else f"{w.heads}/{w.kv_heads} kv"
+        length = f"{w.seq}" if w.kv_seq == w.seq else f"{w.seq}/{w.kv_seq} kv"
+        text.append(f"batch {w.batch} · heads {heads} · len {length} · head dim {w.head_dim} · {w.dtype} · "
+                    f"mask {w.mask} · {w.direction}")
         self.update(text, layout=False)
 
 

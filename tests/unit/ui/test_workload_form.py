@@ -112,7 +112,7 @@ async def test_the_kv_length_follows_the_query_length_in_the_form_and_then_with_
         await until(pilot, lambda: not isinstance(app.screen, WorkloadForm), "the form closes")
         assert (engine.config.workload.seq, engine.config.workload.kv_seq) == (1024, 1024)
         await pilot.press("plus")
-        await until(pilot, lambda: "len 2048/2048 kv" in widget_text(app, "#header"), "+ doubles both")
+        await until(pilot, lambda: "len 2048 ·" in widget_text(app, "#header"), "+ doubles both")
         assert (engine.config.workload.seq, engine.config.workload.kv_seq) == (2048, 2048)
 
 
