@@ -83,10 +83,11 @@ class SdpaApp(App):
     BINDINGS = [
         # "?" first: where the footer is cut (80 columns), the way to every other key still shows
         Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("f", "toggle('FLASH_ATTENTION')", "Flash", tooltip="toggle the Flash backend flag"),
-        Binding("e", "toggle('EFFICIENT_ATTENTION')", "MemEff", tooltip="toggle the mem-efficient backend flag"),
-        Binding("c", "toggle('CUDNN_ATTENTION')", "cuDNN", tooltip="toggle the cuDNN backend flag"),
-        Binding("m", "toggle('MATH')", "Math", tooltip="toggle the Math backend flag"),
+        # each panel's title names its toggle ("Flash (f)"): the footer keeps its width for the rest, q Quit on 80 columns
+        Binding("f", "toggle('FLASH_ATTENTION')", "Flash", tooltip="toggle the Flash backend flag", show=False),
+        Binding("e", "toggle('EFFICIENT_ATTENTION')", "MemEff", tooltip="toggle the mem-efficient backend flag", show=False),
+        Binding("c", "toggle('CUDNN_ATTENTION')", "cuDNN", tooltip="toggle the cuDNN backend flag", show=False),
+        Binding("m", "toggle('MATH')", "Math", tooltip="toggle the Math backend flag", show=False),
         Binding("space", "pause", "Pause", tooltip="pause or resume measuring (the device is left alone)"),
         Binding("w", "edit_workload", "Workload", tooltip="edit the workload (batch, heads, lengths, head dim, dtype, mask, direction)"),
         Binding("plus,equals_sign", "scale_seq(2)", "Seq×2", key_display="+", tooltip="double the sequence length", show=False),
