@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -18,8 +19,9 @@ def test_report_devices_all_on_every_gpu(tmp_path) -> None:
     count, why = gpu_count()
     assert count, f"CUDA works but NVML sees no GPU: {why}"
     out = tmp_path / "devices.json"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # piped, no COLUMNS (xdist sets 80): 160 wide
     proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "report", "--devices", "all", "--duration", "1",
-                           "--json", str(out)], cwd=REPO, capture_output=True, text=True, timeout=400)
+                           "--json", str(out)], cwd=REPO, capture_output=True, text=True, timeout=400, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "outliers:" in proc.stdout and f"the same workload on {count} GPUs" in proc.stdout
     data = json.loads(out.read_text())

@@ -110,7 +110,9 @@ def test_a_preloaded_cudnn_copy_shows_as_shadowing_the_wheels_in_report(tmp_path
     for sub in wheel.parent.glob("libcudnn_*"):  # the sub-libraries are loaded from beside the main one
         (tmp_path / sub.name).symlink_to(sub)
     out = tmp_path / "r.json"
-    env = {**os.environ, "LD_PRELOAD": str(copy), "TORCH_CUDNN_SDPA_DEPRIORITIZED": "1"}
+    # piped with no COLUMNS (pytest-xdist's workers set it to 80): 160 columns, the long path on one line
+    env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "LD_PRELOAD": str(copy),
+           "TORCH_CUDNN_SDPA_DEPRIORITIZED": "1"}
     proc = subprocess.run([sys.executable, "-m", "sdpa_tui", "report", "--device", "cpu", "--seq", "32",
                            "--json", str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stderr
