@@ -18,6 +18,7 @@ from ...core.traces.kernel_short_names import short_name
 from ...core.units import duration
 from ...watch.report import gradient_text
 from ...watch.report.call_cells import (
+    NO_MODULE,
     backend_cell,
     backward_cell,
     compiled_lines,
@@ -65,9 +66,6 @@ def elide_middle(text: str, width: int) -> str:
 
 def elide_end(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-NO_MODULE = "—"
 
 
 def shown_columns(cells: Iterable[dict[str, str]]) -> tuple[tuple[str, str], ...]:

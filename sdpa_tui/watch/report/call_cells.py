@@ -101,8 +101,12 @@ def compiled_lines(row: CallRow) -> list[str]:
     return lines
 
 
+NO_MODULE = "—"
+"""The module cell of a call made outside any ``nn.Module``."""
+
+
 def modules_cell(row: CallRow) -> str:
-    return ", ".join(row.modules) if row.modules else (row.module or "—")
+    return ", ".join(row.modules) if row.modules else (row.module or NO_MODULE)
 
 
 def share_cell(row: CallRow) -> str:
