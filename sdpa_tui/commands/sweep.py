@@ -25,6 +25,7 @@ from ..engine.host.headless import EngineFailed, SeriesProgress, measure_series
 from ..engine.host.packed_cost_client import measure_packed
 from ..exports.files.atomic import write_text_atomic
 from ..exports.lab.packed_rows import packed_rows
+from ..exports.lab.report_data import STATUS_TEXT
 from ..exports.sweep.padding_sweep import PaddingPoint, padding_dict, padding_table
 from ..exports.sweep.sweep_documents import sweep_csv, sweep_dict, sweep_markdown
 from ..exports.sweep.sweep_terminal import progress_line, render
@@ -182,9 +183,6 @@ def run_sweep(args: argparse.Namespace, workload: Workload, backends: tuple[Back
     return code
 
 
-WHY_NOT = {NOT_ELIGIBLE: "not eligible", OOM: "out of memory", ERROR: "failed"}
-
-
 def nothing_measured(points: list[SweepPoint], device: str) -> str:
     """The one line of a sweep in which no backend ran at any length ("" where one did): each backend's verdicts
     (the lengths the sweep skipped after them left out)."""
@@ -193,7 +191,7 @@ def nothing_measured(points: list[SweepPoint], device: str) -> str:
     said: dict[str, list[str]] = {}
     for p in points:
         verdicts = said.setdefault(p.backend.label, [])
-        text = WHY_NOT.get(p.status)
+        text = STATUS_TEXT.get(p.status) if p.status in (NOT_ELIGIBLE, OOM, ERROR) else None
         if text and text not in verdicts:
             verdicts.append(text)
     why = ", ".join(f"{label} {' or '.join(v) or 'not measured'}" for label, v in said.items())

@@ -293,10 +293,16 @@ class WatchReport:
     environment: DispatchEnvironment | None = None  # what decides dispatch, as the (first) watched process read it
     advice: list[SignatureAdvice | None] = field(default_factory=list)  # one per row, measured after the run
     run_advice: RunAdvice | None = None
-    advice_note: str = ""  # when and how long the alternatives were measured, and what was not advised
+    advice_measured: str = ""  # when and how long the alternatives were measured ("" before)
+    advice_left_out: list[str] = field(default_factory=list)  # what was not measured or advised, and why
     uninspected: list[UninspectedCalls] = field(default_factory=list)  # calls that reached SDPA inside C++
     contention: str = ""  # the host busy beyond the program now, in words (a running program)
     contention_seen: str = ""  # its busiest interval over the run
+
+    @property
+    def advice_note(self) -> str:
+        """When and how long the alternatives were measured, then what was left out: one line."""
+        return "; ".join([self.advice_measured, *self.advice_left_out]) if self.advice_measured else ""
 
     @property
     def sdpa_share_of_gpu(self) -> float | None:

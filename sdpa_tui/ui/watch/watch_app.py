@@ -146,9 +146,9 @@ class WatchApp(LiveApp):
             self._advising = False
             self.call_from_thread(setattr, calls, "advice_progress", "")
         self.call_from_thread(self.calls.set_advice, report)
-        # the notice in a line or two; the whole note (what was left out, and why) under the selected call
-        summary, _, rest = (report.advice_note or "advice measured").partition("; ")
-        self.call_from_thread(self.notify, summary + ("; more under the selected call" if rest else ""), timeout=8)
+        # the notice in a line or two; what was left out, and why, under the selected call (the whole note)
+        more = "; more under the selected call" if report.advice_left_out else ""
+        self.call_from_thread(self.notify, (report.advice_measured or "advice measured") + more, timeout=8)
 
     # -- switching views -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

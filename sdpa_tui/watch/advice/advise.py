@@ -344,10 +344,11 @@ def measure_advice(report: WatchReport, say: Callable[[str], None] | None = None
     report.run_advice = run_advice(
         (row.signature.describe(), row.count, a) for row, a in zip(report.rows, advice) if a is not None)
     advised = sum(a is not None for a in advice)
-    report.advice_note = (f"alternatives measured after the program exited: {advised} signature(s), "
-                          f"{time.monotonic() - started - check_s:.1f} s of a {budget:.0f} s budget"
-                          + (f" (and {check_s:.1f} s running the codes against their calls first)" if to_check else "")
-                          + (f"; {'; '.join(notes)}" if notes else ""))
+    report.advice_measured = (f"alternatives measured after the program exited: {advised} signature(s), "
+                              f"{time.monotonic() - started - check_s:.1f} s of a {budget:.0f} s budget"
+                              + (f" (and {check_s:.1f} s running the codes against their calls first)" if to_check
+                                 else ""))
+    report.advice_left_out = notes
 
 
 def _left_words(left: list[tuple[int, str, Workload, list[str]]]) -> str:
